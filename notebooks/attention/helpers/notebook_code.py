@@ -1,0 +1,132 @@
+"""Read the definitions a notebook makes, without running the notebook.
+
+Used by notebook 06 to load your `MultiHeadAttention` from notebook 05, and by the course's
+grader to take a submission's definitions (functions, classes, imports and constant
+assignments) and nothing else: a stray `sys.exit()`, a plot or a cell that raises is left
+behind. Test cells are never read.
+"""
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+# Statements kept from a code cell: what defines names, not what acts.
+_KEPT = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
+def is_test_cell(cell: dict) -> bool:
+    """An nbgrader test cell: graded, and not an answer."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return bool(meta.get("grade")) and not meta.get("solution")
+
+
+def cell_source(cell: dict) -> str:
+    """A cell's source as one string (notebook JSON may store it as a list of lines)."""
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def _strip_magics(source: str) -> str:
+    """Comment out IPython magics and shell escapes, which are not Python syntax."""
+    lines = []
+    for line in source.splitlines():
+        stripped = line.lstrip()
+        lines.append("# " + line if stripped.startswith(("%", "!")) else line)
+    return "\n".join(lines)
+
+
+def _is_constant_assignment(node: ast.stmt) -> bool:
+    """`NAME = <literal>` at top level, such as a multiple-choice answer."""
+    if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+        value = node.value
+    elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+        value = node.value
+    else:
+        return False
+    try:
+        ast.literal_eval(value)
+    except ValueError:
+        return False
+    return True
+
+
+def definition_statements(source: str) -> list[str]:
+    """The top-level definition statements of one cell, each as source text.
+
+    Comments are dropped. A cell that does not parse raises `SyntaxError`.
+    """
+    tree = ast.parse(_strip_magics(source))
+    return [ast.unparse(node) for node in tree.body
+            if isinstance(node, _KEPT) or _is_constant_assignment(node)]
+
+
+def notebook_statements(notebook: dict) -> list[str]:
+    """The definition statements of every code cell but the test cells, in notebook order.
+
+    A cell that does not parse is skipped: it defines nothing, the others still count.
+    """
+    statements = []
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code" or is_test_cell(cell):
+            continue
+        try:
+            statements.extend(definition_statements(cell_source(cell)))
+        except SyntaxError:
+            continue
+    return statements
+
+
+def read_notebook(path: str | Path) -> dict:
+    """A notebook file as plain JSON data."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def run_statements(statements: list[str], namespace: dict | None = None) -> tuple[dict, list[str]]:
+    """Run statements one by one in `namespace`; one that raises is reported, not fatal.
+
+    Returns the namespace and a list of one-line error descriptions.
+    """
+    namespace = {"__name__": "notebook_definitions"} if namespace is None else namespace
+    errors = []
+    for index, statement in enumerate(statements):
+        try:
+            exec(compile(statement, f"<definition {index}>", "exec"), namespace)  # noqa: S102
+        except Exception as exc:  # a broken definition must not hide the others
+            first_line = statement.splitlines()[0] if statement else ""
+            errors.append(f"{first_line!r} raised {type(exc).__name__}: {exc}")
+    return namespace, errors
+
+
+def load_definitions(path: str | Path, namespace: dict | None = None) -> tuple[dict, list[str]]:
+    """Run the definitions of a saved notebook in a fresh namespace: (namespace, errors)."""
+    return run_statements(notebook_statements(read_notebook(path)), namespace)
+
+
+def forbidden_uses(source: str, names: tuple[str, ...], own_name: str = "") -> list[str]:
+    """Places where `source` reaches for one of `names`: attributes, imports, names, strings.
+
+    `own_name` (the exercise's own name) may appear as a plain name, for recursion or a
+    definition; docstrings are not read. Returns short descriptions such as "F.scaled_dot_product_attention".
+    """
+    try:
+        tree = ast.parse(_strip_magics(source))
+    except SyntaxError:
+        return []
+    docstrings = {id(body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  and (body := node.body) and isinstance(body[0], ast.Expr)
+                  and isinstance(body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in docstrings:
+            continue
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            found.append(ast.unparse(node))
+        elif isinstance(node, ast.ImportFrom):
+            found += [f"from {node.module} import {a.name}" for a in node.names if a.name in names]
+        elif isinstance(node, ast.Name) and node.id in names and node.id != own_name:
+            found.append(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found += [repr(node.value) for n in names if n in node.value]
+    return found
