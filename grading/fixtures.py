@@ -7,6 +7,8 @@ stored for a case when that mistake returns something different from the right a
 """
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from helpers.casefile import CASES_FILE, save_cases
@@ -53,10 +55,16 @@ def build_cases() -> list[Case]:
         for (exercise, mistake), obj in wrong.items():
             if exercise != case.exercise:
                 continue
-            with torch.no_grad():
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
                 got = results_of(obj, case)  # in the case's own dtype, as a student would run it
             if got is not None and _differs(got, expected):
                 case.mistakes[mistake] = got
+        # A result that two mistakes share cannot tell them apart: name neither on this case.
+        ambiguous = {m for m, got in case.mistakes.items()
+                     if any(n != m and not _differs(got, other) for n, other in case.mistakes.items())}
+        for mistake in ambiguous:
+            del case.mistakes[mistake]
     return cases
 
 

@@ -169,6 +169,18 @@ def run_quietly(obj, case: Case) -> Outcome:
         return run_case(obj, case)
 
 
+def _mistake_from_other_cases(obj, message: str, others: list[Case]) -> str:
+    """When the failing case could not tell which mistake it is, ask the next cases."""
+    if "Likely mistake:" in message or "not implemented yet" in message:
+        return ""
+    for case in others:
+        outcome = run_quietly(obj, case)
+        mistake = recognise_mistake(case, outcome.results) if outcome.results else None
+        if mistake:
+            return f"\nLikely mistake: {mistake_message(case.exercise, mistake)}"
+    return ""
+
+
 def check_exercise(name: str, obj, hidden: bool = False) -> None:
     """Check `obj` against the stored cases of exercise `name`; raise `CheckFailed` on a failure."""
     if name not in EXERCISES:
@@ -181,10 +193,10 @@ def check_exercise(name: str, obj, hidden: bool = False) -> None:
     if problem:
         raise CheckFailed(problem)
     cases = cases_for(name, hidden)
-    for case in cases:
+    for i, case in enumerate(cases):
         message = judge(case, run_quietly(obj, case))
         if message:
-            raise CheckFailed(message)
+            raise CheckFailed(message + _mistake_from_other_cases(obj, message, cases[i + 1:]))
     if not hidden:
         passed(f"`{name}` passed all {len(cases)} visible checks.")
 

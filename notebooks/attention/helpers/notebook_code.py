@@ -8,8 +8,12 @@ behind. Test cells are never read.
 from __future__ import annotations
 
 import ast
+import itertools
 import json
+import linecache
 from pathlib import Path
+
+_counter = itertools.count()
 
 # Statements kept from a code cell: what defines names, not what acts.
 _KEPT = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
@@ -90,8 +94,11 @@ def run_statements(statements: list[str], namespace: dict | None = None) -> tupl
     namespace = {"__name__": "notebook_definitions"} if namespace is None else namespace
     errors = []
     for index, statement in enumerate(statements):
+        filename = f"<definition {next(_counter)}>"
+        # Registered like IPython registers cells, so that inspect.getsource finds the code.
+        linecache.cache[filename] = (len(statement), None, statement.splitlines(True), filename)
         try:
-            exec(compile(statement, f"<definition {index}>", "exec"), namespace)  # noqa: S102
+            exec(compile(statement, filename, "exec"), namespace)  # noqa: S102
         except Exception as exc:  # a broken definition must not hide the others
             first_line = statement.splitlines()[0] if statement else ""
             errors.append(f"{first_line!r} raised {type(exc).__name__}: {exc}")
