@@ -1,0 +1,73 @@
+"""The num_heads lab computes what it claims for each slider value, from the student's code."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import grading  # noqa: F401
+from grading.reference import notebook_path, reference
+from helpers.heads_lab import HeadsLab, MissingImplementation, divisors, heads_numbers, mosaic
+
+needs_03 = pytest.mark.skipif(not notebook_path("split_heads").exists(), reason="notebook 03 not written yet")
+needs_05 = pytest.mark.skipif(not notebook_path("MultiHeadAttention").exists(), reason="notebook 05 not written yet")
+
+
+def test_divisors_are_the_only_head_counts():
+    assert divisors(12) == [1, 2, 3, 4, 6, 12]
+    with pytest.raises(ValueError, match="choose one of"):
+        heads_numbers(5, 12, split_heads=lambda x, h: x)
+
+
+@needs_03
+def test_each_head_gets_a_contiguous_slice_and_the_parameter_count_never_changes():
+    counts = set()
+    for h in divisors(12):
+        n = heads_numbers(h, 12, split_heads=reference("split_heads"))
+        assert n.d_head == 12 // h and n.owner == [f // n.d_head for f in range(12)]
+        assert n.weights.shape == (h, 6, 6) and torch.allclose(n.weights.sum(-1), torch.ones(h, 6))
+        counts.add(n.parameters)
+    assert counts == {4 * (12 * 12 + 12)}
+
+
+@needs_05
+def test_the_student_module_gives_the_same_maps_as_split_heads():
+    if not notebook_path("split_heads").exists():
+        pytest.skip("notebook 03 not written yet")
+    for h in (1, 3, 12):
+        by_module = heads_numbers(h, 12, mha_class=reference("MultiHeadAttention"))
+        by_split = heads_numbers(h, 12, split_heads=reference("split_heads"))
+        assert by_module.parameters == by_split.parameters
+        assert torch.allclose(by_module.weights, by_split.weights, atol=1e-5)
+
+
+def test_an_interleaved_split_shows_in_the_feature_strip():
+    def interleaved(x, num_heads):
+        b, t, d = x.shape
+        return x.view(b, t, d // num_heads, num_heads).permute(0, 3, 1, 2)
+    n = heads_numbers(3, 12, split_heads=interleaved)
+    assert n.owner == [f % 3 for f in range(12)]
+
+
+def test_missing_work_gives_one_sentence():
+    def stub(*args):
+        raise NotImplementedError()
+    with pytest.raises(MissingImplementation, match="Implement `split_heads`"):
+        heads_numbers(3, 12, split_heads=stub)
+    lab = HeadsLab(split_heads=stub)
+    assert "Implement `split_heads`" in lab.readout.value
+
+
+def test_moving_the_slider_changes_the_readout_and_the_drawing():
+    def split(x, num_heads):
+        b, t, d = x.shape
+        return x.reshape(b, t, num_heads, d // num_heads).transpose(1, 2)
+    lab = HeadsLab(split_heads=split, num_heads=3)
+    before = (lab.readout.value, lab.image.value)
+    lab.slider.value = 6
+    assert lab.readout.value != before[0] and lab.image.value != before[1]
+    assert lab.readout.value.startswith("6 heads × d_head = 2")
+
+
+def test_mosaic_puts_heads_side_by_side_with_gaps():
+    m = mosaic(torch.ones(3, 2, 2))
+    assert m.shape == (2, 8) and torch.isnan(m[:, 2]).all() and m[:, 3].eq(1).all()
