@@ -1,0 +1,78 @@
+"""Shared fixtures of the course's test suite.
+
+``REPO`` is the repository root (the nbgrader course root). ``course_copy`` gives a test its own
+copy of the pieces nbgrader needs, so tests that release or grade never touch the working tree.
+``run`` runs a command with the virtual environment's ``bin`` first on ``PATH``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+# The environment that runs pytest (``make test`` runs it from .venv): its jupyter, nbgrader, make
+# targets and kernels are the ones under test.
+VENV_BIN = Path(sys.prefix) / "bin"
+
+# What a course copy contains; ``grading`` (the trusted grading package) only once it exists.
+COURSE_PIECES = ("nbgrader_config.py", "source", "notebooks", "grading")
+COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.db", "*.pyc")
+
+DEFAULT_TIMEOUT = 600
+
+
+def venv_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """os.environ with the venv's bin first on PATH (plus ``extra``)."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
+    env["VIRTUAL_ENV"] = sys.prefix
+    env.pop("PYTHONHOME", None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run(cmd, cwd, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None,
+        check: bool = False) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in ``cwd`` with the venv first on PATH; output is captured as text.
+
+    ``env`` adds to (or overrides) the environment. With ``check=True`` a non-zero exit fails the
+    calling test with the command's output.
+    """
+    proc = subprocess.run(
+        [str(c) for c in cmd], cwd=str(cwd), env=venv_env(env), capture_output=True, text=True,
+        timeout=timeout, stdin=subprocess.DEVNULL,
+    )
+    if check and proc.returncode != 0:
+        pytest.fail(describe(proc), pytrace=False)
+    return proc
+
+
+def describe(proc: subprocess.CompletedProcess) -> str:
+    """The command, exit code and output of ``proc``, for an assertion message."""
+    cmd = " ".join(str(c) for c in proc.args)
+    return (f"`{cmd}` exited {proc.returncode}\n"
+            f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}")
+
+
+def copy_course(dest: Path) -> Path:
+    """Copy the course pieces nbgrader needs from REPO into ``dest``; return ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in COURSE_PIECES:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=COPY_IGNORE)
+        elif src.is_file():
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+@pytest.fixture
+def course_copy(tmp_path: Path) -> Path:
+    """A private copy of the course (nbgrader_config.py, source/, notebooks/) under tmp_path."""
+    return copy_course(tmp_path / "course")

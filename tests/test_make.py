@@ -1,0 +1,99 @@
+"""The Makefile: a fresh clone gets its .venv from `make lab` / `make test`, and `make lab` serves
+JupyterLab on the course's first notebook."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import REPO, describe, run, venv_env
+
+START = "notebooks/attention/00_start_here.ipynb"
+# `jupyter lab <file>` serves the file's folder (jupyter_server: root_dir defaults to the parent
+# of file_to_run), so the first notebook is at the top of the server's tree.
+SERVED = "00_start_here.ipynb"
+
+
+@pytest.mark.parametrize("target", ["lab", "test"])
+def test_fresh_clone_creates_venv(target, tmp_path):
+    """With no venv yet (VENV pointed at an empty place), make would create and install it."""
+    venv = tmp_path / "venv"
+    proc = run(["make", "-n", target, f"VENV={venv}"], cwd=REPO, timeout=60)
+    assert proc.returncode == 0, describe(proc)
+    out = proc.stdout
+    assert "-m venv" in out and str(venv) in out, describe(proc)
+    assert f"{venv}/bin/python -m pip install -r requirements.txt" in out, describe(proc)
+    assert not venv.exists(), "make -n created the venv"
+
+
+def test_requirements_change_reinstalls():
+    """A newer requirements.txt makes the next make re-run pip install."""
+    proc = run(["make", "-n", "-W", "requirements.txt", "test"], cwd=REPO, timeout=60)
+    assert proc.returncode == 0, describe(proc)
+    assert "-m pip install -r requirements.txt" in proc.stdout, describe(proc)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def http_status(url: str) -> int | None:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return None
+
+
+def test_make_lab_serves_first_notebook(tmp_path):
+    assert (REPO / START).is_file(), f"{START} is missing: run make release"
+    port = free_port()
+    log = tmp_path / "lab.log"
+    lab_args = (f"--no-browser --port={port} --ServerApp.port_retries=0 "
+                f"--IdentityProvider.token=test --ServerApp.ip=127.0.0.1")
+    with open(log, "w") as out:
+        proc = subprocess.Popen(["make", "lab", f"LAB_ARGS={lab_args}"], cwd=REPO,
+                                env=venv_env(), stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        page = f"http://127.0.0.1:{port}/lab/tree/{SERVED}?token=test"
+        status, deadline = None, time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            status = http_status(page)
+            if status == 200:
+                break
+            time.sleep(0.5)
+        assert status == 200, (f"{page} answered {status}; make lab exited {proc.poll()}\n"
+                               + log.read_text())
+        api = f"http://127.0.0.1:{port}/api/contents/{SERVED}?token=test"
+        assert http_status(api) == 200, log.read_text()
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """End make and JupyterLab (its own process group) and wait for them."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=20)
+        except ProcessLookupError:
+            pass
+    # Anything the group left behind.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
