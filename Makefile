@@ -2,6 +2,7 @@
 #   make lab      create .venv if needed, install requirements.txt, open JupyterLab on the course
 #   make test     create .venv if needed, run the whole pytest suite (pytest.ini decides what runs)
 #   make release  regenerate the student release notebooks/attention from source/attention
+#   make grade    grade every submission under submitted/ (JOBS=N students at a time)
 #   make clean    remove build output (build/)
 
 VENV   ?= .venv
@@ -14,13 +15,16 @@ STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export VIRTUAL_ENV := $(abspath $(VENV))
 
+# Students graded at a time by `make grade`.
+JOBS ?= 1
+
 # Extra arguments, e.g. make lab LAB_ARGS="--no-browser --port=8899" or make test PYTEST_ARGS="-k release"
 LAB_ARGS    ?=
 PYTEST_ARGS ?=
 # JupyterLab refuses to start as root (containers, CI) unless told --allow-root.
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test release clean
+.PHONY: lab test release grade clean
 
 # The virtual environment is (re)installed whenever requirements.txt is newer than the stamp.
 $(STAMP): requirements.txt
@@ -39,8 +43,12 @@ release: $(STAMP)
 	$(VENV)/bin/nbgrader generate_assignment attention --force
 	find notebooks/attention -depth \( -name __pycache__ -o -name .ipynb_checkpoints \) -type d -exec rm -rf {} +
 
-# grade: (coming) autograde every submission under submitted/, feedback HTML, grades.csv
 # bench: (coming) the performance figures of COURSE.md
 
 clean:
 	rm -rf build/
+
+# Grade every submission under submitted/<student>/attention/: autograde, trusted verdicts,
+# feedback HTML (hidden tests cleared), grades.csv. JOBS=N grades N students at a time.
+grade: $(STAMP)
+	$(PY) -m grading.grade --jobs $(JOBS) $(GRADE_ARGS)

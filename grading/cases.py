@@ -152,9 +152,9 @@ def _module_cases(exercise: str, gen: torch.Generator) -> list[Case]:
     return cases
 
 
-def all_cases() -> list[Case]:
+def all_cases(seed: int = SEED) -> list[Case]:
     """Every case of every exercise, in a fixed order, from a fixed seed."""
-    gen = torch.Generator().manual_seed(SEED)
+    gen = torch.Generator().manual_seed(seed)
     return (_scores_cases("raw_scores", gen) + _scores_cases("scaled_scores", gen) + _sdpa_cases(gen)
             + _split_cases(gen) + _concat_cases(gen) + _module_cases("MultiHeadAttention", gen)
             + _module_cases("to_torch_mha", gen))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 import grading  # noqa: F401  (puts source/attention on sys.path)
+from grading.alternatives import ALTERNATIVES
 from grading.mistakes import EDITS, mistake_source, mistaken, unexplained
 from grading.reference import define, notebook_path, reference, solution_source
 from helpers.checks import QUICK_CHECK_OPTIONS, cases_for, check_exercise, check_quick_check
@@ -76,30 +77,6 @@ def test_mistake_edits_apply_to_the_solutions():
 
 
 # ------------------------------------------------------------------ fairness: other right styles
-
-ALTERNATIVES = {
-    "raw_scores": [
-        "def raw_scores(q, k):\n    return torch.einsum('...id,...jd->...ij', q, k)\n",
-        "def raw_scores(q, k):\n    print('computing scores')\n    return torch.matmul(q, k.mT)\n",
-    ],
-    "scaled_scores": [
-        "def scaled_scores(q, k):\n    return (q @ k.transpose(-1, -2)) * q.size(-1) ** -0.5\n",
-        "def scaled_scores(q, k):\n    import warnings, sys\n    warnings.warn('noisy')\n"
-        "    print('to stderr', file=sys.stderr)\n    return (q / math.sqrt(q.shape[-1])) @ k.transpose(-2, -1)\n",
-    ],
-    "scaled_dot_product_attention": [
-        "def scaled_dot_product_attention(q, k, v, mask=None):\n"
-        "    s = torch.einsum('...qd,...kd->...qk', q, k) / q.shape[-1] ** 0.5\n"
-        "    if mask is not None:\n        s = torch.where(mask, s, torch.tensor(-1e9, dtype=s.dtype))\n"
-        "    w = s.softmax(-1)\n    return torch.einsum('...qk,...kd->...qd', w, v), w\n",
-        "def scaled_dot_product_attention(q, k, v, mask=None):\n"
-        "    s = q @ k.mT / math.sqrt(q.shape[-1])\n"
-        "    if mask is not None:\n        s = s.masked_fill(mask.logical_not(), torch.finfo(s.dtype).min)\n"
-        "    s = s - s.amax(-1, keepdim=True)\n    w = s.exp() / s.exp().sum(-1, keepdim=True)\n"
-        "    return w @ v, w\n",
-    ],
-}
-
 
 @pytest.mark.parametrize("exercise,source", [(e, s) for e in READY for s in ALTERNATIVES.get(e, [])])
 def test_right_answers_in_other_styles_pass(exercise, source):

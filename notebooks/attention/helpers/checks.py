@@ -39,9 +39,17 @@ def cases_for(exercise: str, hidden: bool = False) -> list[Case]:
 
 # ----------------------------------------------------------------------------- judging
 
+def scale_of(expected: torch.Tensor) -> float:
+    """The size of the numbers in a result: rounding errors of float32 grow with it."""
+    finite = expected.detach().double().abs()
+    finite = finite[torch.isfinite(finite)]
+    return max(1.0, float(finite.max())) if finite.numel() else 1.0
+
+
 def _close(a: torch.Tensor, b: torch.Tensor, tol: float = ATOL) -> bool:
+    """Equal within `tol`, relative to each value and to the largest value of the result."""
     return a.shape == b.shape and bool(torch.allclose(a.detach().double(), b.detach().double(),
-                                                      rtol=tol, atol=tol, equal_nan=True))
+                                                      rtol=tol, atol=tol * scale_of(b), equal_nan=True))
 
 
 def recognise_mistake(case: Case, results: tuple) -> str | None:
@@ -119,7 +127,7 @@ def judge(case: Case, outcome: Outcome) -> str:
             return _with_mistake(f"{where}, {label} contains NaN or inf; every value should be finite.",
                                  case, mistake or _overflow_mistake(case.exercise))
         if not _close(got, want):
-            index = first_difference(got, want, ATOL, RTOL)
+            index = first_difference(got, want, ATOL * scale_of(want), RTOL)
             at = f" at index {list(index)}" if index else ""
             return _with_mistake(f"{where}, {label} has wrong values{at}:\n"
                                  f"  expected {preview(want, index)}\n  received {preview(got, index)}",

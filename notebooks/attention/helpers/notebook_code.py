@@ -2,8 +2,8 @@
 
 Used by notebook 06 to load your `MultiHeadAttention` from notebook 05, and by the course's
 grader to take a submission's definitions (functions, classes, imports and constant
-assignments) and nothing else: a stray `sys.exit()`, a plot or a cell that raises is left
-behind. Test cells are never read.
+assignments to names) and nothing else: a stray `sys.exit()`, a plot or a cell that raises is
+left behind. Test cells are never read.
 """
 from __future__ import annotations
 
@@ -40,45 +40,64 @@ def _strip_magics(source: str) -> str:
     return "\n".join(lines)
 
 
+def _is_assignment(node: ast.stmt) -> bool:
+    """`name = ...` at top level: an alias or constant that a definition may rely on."""
+    if isinstance(node, ast.Assign):
+        return all(isinstance(t, (ast.Name, ast.Tuple)) for t in node.targets)
+    return isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None
+
+
 def _is_constant_assignment(node: ast.stmt) -> bool:
     """`NAME = <literal>` at top level, such as a multiple-choice answer."""
-    if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
-        value = node.value
-    elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
-        value = node.value
-    else:
+    if not _is_assignment(node):
         return False
     try:
-        ast.literal_eval(value)
+        ast.literal_eval(node.value)
     except ValueError:
         return False
     return True
 
 
-def definition_statements(source: str) -> list[str]:
+def definition_statements(source: str, assignments: bool = False) -> list[str]:
     """The top-level definition statements of one cell, each as source text.
 
-    Comments are dropped. A cell that does not parse raises `SyntaxError`.
+    Functions, classes, imports and literal constants are kept; with `assignments`, every
+    assignment to a name too. Comments are dropped. A cell that does not parse raises `SyntaxError`.
     """
     tree = ast.parse(_strip_magics(source))
-    return [ast.unparse(node) for node in tree.body
-            if isinstance(node, _KEPT) or _is_constant_assignment(node)]
+    keep = _is_assignment if assignments else _is_constant_assignment
+    return [ast.unparse(node) for node in tree.body if isinstance(node, _KEPT) or keep(node)]
 
 
-def notebook_statements(notebook: dict) -> list[str]:
+def is_answer_cell(cell: dict) -> bool:
+    """An nbgrader answer cell."""
+    return bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution"))
+
+
+def notebook_statements(notebook: dict, course_cells: set[str] | None = None) -> list[str]:
     """The definition statements of every code cell but the test cells, in notebook order.
 
-    A cell that does not parse is skipped: it defines nothing, the others still count.
+    In answer cells, and in the student's own cells (those whose source is not one of
+    `course_cells`, when given), assignments to names are kept as well; in the course's demo
+    cells only definitions are. A cell that does not parse is skipped.
     """
     statements = []
     for cell in notebook.get("cells", []):
         if cell.get("cell_type") != "code" or is_test_cell(cell):
             continue
+        source = cell_source(cell)
+        own = is_answer_cell(cell) or (course_cells is not None and source.strip() not in course_cells)
         try:
-            statements.extend(definition_statements(cell_source(cell)))
+            statements.extend(definition_statements(source, assignments=own))
         except SyntaxError:
             continue
     return statements
+
+
+def course_cell_sources(notebook: dict) -> set[str]:
+    """The sources of a notebook's code cells that are neither answers nor tests: the course's own."""
+    return {cell_source(c).strip() for c in notebook.get("cells", [])
+            if c.get("cell_type") == "code" and not is_answer_cell(c) and not is_test_cell(c)}
 
 
 def read_notebook(path: str | Path) -> dict:

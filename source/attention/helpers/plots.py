@@ -46,3 +46,73 @@ def scaling_figure(variance_rows: list[dict], sharpness_rows: list[dict]):
         ax.legend()
     fig.tight_layout()
     return fig
+
+
+def head_heatmaps(weights: torch.Tensor, queries: list[str], keys: list[str], titles=None,
+                  suptitle: str = "", ncols: int = 2):
+    """One attention heatmap per head, in a grid; `weights` has shape (H, T_q, T_k)."""
+    H = weights.shape[0]
+    ncols = min(ncols, H)
+    nrows = (H + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False,
+                             figsize=(ncols * (0.55 * len(keys) + 1.6), nrows * (0.5 * len(queries) + 1.4)))
+    for h, ax in enumerate(axes.flat):
+        if h >= H:
+            ax.axis("off")
+            continue
+        title = f"head {h}" + (f": {titles[h]}" if titles else "")
+        attention_heatmap(weights[h], queries, keys, title=title, ax=ax)
+    if suptitle:
+        fig.suptitle(suptitle)
+    fig.tight_layout()
+    return fig
+
+
+def head_layout(heads: torch.Tensor, title: str = "", panel: str = "head"):
+    """Where the numbers of a (H, T, d) tensor came from, one panel per head.
+
+    The numbers are made as 10 * position + feature (see `demos.position_codes`): each cell is
+    coloured by its tens digit, the position it came from, so a head whose row mixes colours
+    has mixed positions.
+    """
+    H, T, d = heads.shape
+    fig, axes = plt.subplots(1, H, squeeze=False, figsize=(H * (0.62 * d + 0.9) + 0.4, 0.42 * T + 1.3))
+    cmap = plt.get_cmap("Pastel1")
+    for h, ax in enumerate(axes[0]):
+        codes = heads[h].detach().round().long()
+        ax.imshow(codes // 10, cmap=cmap, vmin=0, vmax=8)
+        for i in range(T):
+            for j in range(d):
+                ax.text(j, i, str(codes[i, j].item()), ha="center", va="center", fontsize=9)
+        ax.set_xticks(range(d))
+        ax.set_yticks(range(T), [f"row {i}" for i in range(T)] if h == 0 else [])
+        ax.set_xlabel("feature in head" if H > 1 else "feature")
+        ax.set_title(f"{panel} {h}" if H > 1 else panel)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def memory_figure(rows: list[dict], limit_bytes: float = 2 ** 30, limit_label: str = "1 GiB"):
+    """Memory of the attention matrix and of q, k, v against the sequence length (log-log)."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    lengths = [r["T"] for r in rows]
+    ax.plot(lengths, [r["weights_bytes"] / 2 ** 20 for r in rows], "o-", label="attention weights (B, H, T, T)")
+    ax.plot(lengths, [r["qkv_bytes"] / 2 ** 20 for r in rows], "s-", label="q, k, v (3 × (B, T, d_model))")
+    ax.axhline(limit_bytes / 2 ** 20, color="crimson", linestyle="--", label=limit_label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xticks(lengths, [str(t) for t in lengths])
+    ticks = [2 ** k for k in range(0, 21, 2)]                          # 1 MiB, 4 MiB, ... in MiB
+    low, high = ax.get_ylim()
+    ticks = [t for t in ticks if low <= t <= high]
+    ax.set_yticks(ticks, [f"{t} MiB" if t < 1024 else f"{t // 1024} GiB" for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("sequence length T")
+    ax.set_ylabel("memory (float32)")
+    ax.set_title("memory grows like T² for the weights, like T for q, k, v")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    return fig
