@@ -68,6 +68,15 @@ def test_cells(notebook: str) -> tuple[TestCell, ...]:
     return tuple(cells)
 
 
+def target_cell(target: str) -> tuple[str, str]:
+    """(notebook, grade_id) of the test cell that grades an exercise or the quick check."""
+    for path in sorted(SOURCE.glob("0*.ipynb")):
+        for cell in test_cells(path.stem):
+            if cell.target == target:
+                return path.stem, cell.grade_id
+    raise LookupError(f"No test cell grades {target}.")
+
+
 def graded_notebooks() -> list[str]:
     """The source notebooks with graded cells, by name."""
     return [p.stem for p in sorted(SOURCE.glob("0*.ipynb")) if test_cells(p.stem)]

@@ -76,3 +76,26 @@ def copy_course(dest: Path) -> Path:
 def course_copy(tmp_path: Path) -> Path:
     """A private copy of the course (nbgrader_config.py, source/, notebooks/) under tmp_path."""
     return copy_course(tmp_path / "course")
+
+
+GRADING_SEED = 4242
+
+
+def grade_class(dest: Path, write_students) -> tuple[Path, dict, str]:
+    """Copy the course to `dest`, let `write_students(course)` add submissions, run `make grade`.
+
+    Returns the course, the rows of grades_by_cell.csv keyed by (student, cell), and the output.
+    """
+    import csv
+
+    course = copy_course(dest)
+    for name in ("Makefile", "requirements.txt"):
+        shutil.copy2(REPO / name, course / name)  # copy2 keeps the time stamp: no reinstall
+    write_students(course)
+    args = f"--seed {GRADING_SEED} --seconds 20 --cell-timeout 20"
+    proc = run(["make", "grade", f"VENV={REPO / '.venv'}", "JOBS=1", f"GRADE_ARGS={args}"], cwd=course,
+               timeout=2400)
+    assert proc.returncode == 0, describe(proc)
+    with open(course / "grades_by_cell.csv") as handle:
+        cells = {(r["student"], r["cell"]): r for r in csv.DictReader(handle)}
+    return course, cells, proc.stdout

@@ -12,44 +12,38 @@ The mutation score per exercise is printed.
 from __future__ import annotations
 
 import csv
-import shutil
 from collections import defaultdict
 
 import pytest
 
-import attacks
-from conftest import REPO, copy_course, describe, run
+from conftest import grade_class
 
 from grading.alternatives import ALTERNATIVES
 from grading.classroom import submission, wrong_answer, write_submission
 from grading.mistakes import EDITS
 from grading.trusted import QUICK_CHECK, graded_notebooks
+from grading.trusted import target_cell
 from grading.trusted import test_cells as cells_of_notebook
 
 QUICK_CHECK_WRONG = ["A", "C", "D"]
-SEED = 4242
+MUTANTS_PER_EXERCISE = 7  # through the real grader; tests/test_checks.py runs every catalogued mistake
 
 
 def mistakes_by_target() -> dict[str, list[str]]:
-    found = {target: list(mistakes) for target, mistakes in EDITS.items()}
+    found = {target: list(mistakes)[:MUTANTS_PER_EXERCISE] for target, mistakes in EDITS.items()}
     found[QUICK_CHECK] = QUICK_CHECK_WRONG
     return found
 
 
 def cell_of(target: str) -> tuple[str, str]:
-    """(notebook, test cell grade_id) that grades a target."""
-    for notebook in graded_notebooks():
-        for cell in cells_of_notebook(notebook):
-            if cell.target == target:
-                return notebook, cell.grade_id
-    raise LookupError(target)
+    return target_cell(target)
 
 
 def build_class(course) -> dict[str, dict[str, str]]:
     """Write the students; return, per student, which mistake each target carries."""
     plan: dict[str, dict[str, str]] = {}
     catalogue = mistakes_by_target()
-    for k in range(max(len(m) for m in catalogue.values())):
+    for k in range(MUTANTS_PER_EXERCISE):
         carried = {t: m[k] for t, m in catalogue.items() if k < len(m)}
         answers = {t: wrong_answer(t, mistake) for t, mistake in carried.items()}
         write_submission(course, f"mutant{k:02d}", submission(answers))
@@ -58,25 +52,14 @@ def build_class(course) -> dict[str, dict[str, str]]:
         answers = {t: styles[i] for t, styles in ALTERNATIVES.items()}
         write_submission(course, f"alternative{i}", submission(answers, notebooks=graded_notebooks()))
         plan[f"alternative{i}"] = {}
-    write_submission(course, "control", submission({}, notebooks=graded_notebooks()))
-    plan["control"] = {}
-    for student in attacks.STUDENTS:
-        write_submission(course, student.name, student.build())
     return plan
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    course = copy_course(tmp_path_factory.mktemp("grader"))
-    for name in ("Makefile", "requirements.txt"):
-        shutil.copy2(REPO / name, course / name)  # copy2 keeps the time stamp: no reinstall
-    plan = build_class(course)
-    args = f"--seed {SEED} --seconds 30 --cell-timeout 30"
-    proc = run(["make", "grade", f"VENV={REPO / '.venv'}", "JOBS=2", f"GRADE_ARGS={args}"], cwd=course, timeout=2400)
-    assert proc.returncode == 0, describe(proc)
-    with open(course / "grades_by_cell.csv") as handle:
-        cells = {(r["student"], r["cell"]): r for r in csv.DictReader(handle)}
-    return course, plan, cells, proc.stdout
+    plan = {}
+    course, cells, output = grade_class(tmp_path_factory.mktemp("grader"), lambda course: plan.update(build_class(course)))
+    return course, plan, cells, output
 
 
 def test_every_mistake_loses_points_on_its_own_cell_and_nowhere_else(graded):
@@ -103,7 +86,7 @@ def test_every_mistake_loses_points_on_its_own_cell_and_nowhere_else(graded):
         print(f"  {target:30s} {killed[target]:2d} / {len(mistakes)} mistakes lose points")
     total = sum(len(m) for m in catalogue.values())
     print(f"  {'all':30s} {sum(killed.values()):2d} / {total}")
-    assert all(len(m) >= 3 for m in catalogue.values()) and total >= 40
+    assert all(len(m) >= 6 for t, m in catalogue.items() if t != QUICK_CHECK) and total >= 40
     assert survived == [], f"mistakes that kept full marks: {survived}"
 
 
@@ -136,58 +119,3 @@ def test_grades_csv_has_every_student_notebook_and_total(graded):
     assert float(totals["alternative0"]["score"]) == full
 
 
-def _cells_of(cells, student):
-    return {grade_id: row for (s, grade_id), row in cells.items() if s == student}
-
-
-TRICKS = [(st.name, target, kind, trick) for st in attacks.STUDENTS for target, (kind, trick) in st.expected.items()]
-
-
-def _ids(kind):
-    return [f"{trick}-{target}" for _, target, k, trick in TRICKS if k == kind]
-
-
-@pytest.mark.parametrize("student,target,trick", [(s, t, n) for s, t, k, n in TRICKS if k == "attack"],
-                         ids=_ids("attack"))
-def test_no_trick_inside_the_kernel_earns_marks(graded, student, target, trick):
-    _, _, cells, _ = graded
-    row = _cells_of(cells, student)[cell_of(target)[1]]
-    assert float(row["score"]) == 0, f"{trick} earned {row['score']}"
-
-
-@pytest.mark.parametrize("student,target,trick", [(s, t, n) for s, t, k, n in TRICKS if k == "fault"],
-                         ids=_ids("fault"))
-def test_a_broken_exercise_scores_zero_with_its_reason(graded, student, target, trick):
-    course, _, cells, _ = graded
-    notebook, grade_id = cell_of(target)
-    row = _cells_of(cells, student)[grade_id]
-    word = next(st for st in attacks.STUDENTS if st.name == student).reasons[target]
-    assert float(row["score"]) == 0 and word in row["reason"], row
-    feedback = (course / "feedback" / student / "attention" / f"{notebook}.html").read_text()
-    assert word in feedback
-
-
-def test_what_a_fault_did_not_break_keeps_its_marks(graded):
-    _, _, cells, _ = graded
-    student = next(st for st in attacks.STUDENTS if st.name == "faulty")
-    broken = {cell_of(t)[1] for t in student.expected}
-    kept = {g: r for g, r in _cells_of(cells, "faulty").items() if g not in broken}
-    assert {"test_raw_scores", "test_quick_check", "test_multi_head_attention"} <= set(kept)
-    assert all(r["score"] == r["max_score"] for r in kept.values()), kept
-
-
-def test_right_answers_in_messy_notebooks_keep_full_marks(graded):
-    _, _, cells, _ = graded
-    own = _cells_of(cells, "messy")
-    assert len(own) == 8 and all(r["score"] == r["max_score"] for r in own.values()), \
-        {g: r["reason"] for g, r in own.items() if r["score"] != r["max_score"]}
-
-
-def test_the_control_student_is_untouched(graded):
-    _, _, cells, _ = graded
-    own = _cells_of(cells, "control")
-    assert len(own) == 8 and all(r["score"] == r["max_score"] for r in own.values())
-
-
-def test_attack_suite_is_large_enough():
-    assert len([t for t in TRICKS if t[2] in ("attack", "fault")]) >= 15
