@@ -216,7 +216,9 @@ def grade_group(students: list[str], group: str, course: Path, work: Path, templ
 
     for (student, nb), result in results.items():
         if not result.verdicts:
-            reason = "not graded" if tidied(student, nb).exists() else "not submitted"
+            submitted = course / "submitted" / student / ASSIGNMENT / f"{nb}.ipynb"
+            reason = ("not graded" if tidied(student, nb).exists() else
+                      "the notebook is not valid (see problems)" if submitted.exists() else "not submitted")
             result.verdicts = [Verdict(c, 0.0, reason) for c in test_cells(nb)]
         result.score = sum(v.score for v in result.verdicts)
     for student in students:

@@ -23,6 +23,9 @@ def build_class(course) -> None:
     write_submission(course, "control", submission({}, notebooks=graded_notebooks()))
     for student in attacks.STUDENTS:
         write_submission(course, student.name, student.build())
+    # A notebook that is not JSON at all, next to a good one.
+    folder = write_submission(course, "broken_json", submission({}, notebooks=["01_scaling_problem"]))
+    (folder / "02_scaled_dot_product_attention.ipynb").write_text('{"cells": [ this is not json')
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +89,21 @@ def test_the_control_student_is_untouched(graded):
 
 def test_attack_suite_is_large_enough():
     assert len([t for t in TRICKS if t[2] in ("attack", "fault")]) >= 15
+
+
+def test_an_invalid_notebook_is_reported_by_name_and_costs_only_itself(graded):
+    course, _, cells, output = graded
+    own = _cells_of(cells, "broken_json")
+    assert own["test_scaled_dot_product_attention"]["score"] == "0"
+    assert all(own[g]["score"] == own[g]["max_score"] for g in ("test_raw_scores", "test_scaled_scores", "test_quick_check"))
+    assert "02_scaled_dot_product_attention.ipynb is not a valid notebook" in output
+
+
+def test_nothing_is_left_for_manual_grading(graded):
+    from nbgrader.api import Gradebook
+
+    course = graded[0]
+    for db in (course / "build" / "grading" / "groups").glob("*/gradebook.db"):
+        with Gradebook(f"sqlite:///{db}") as gradebook:
+            for submission_ in gradebook.assignment_submissions("attention"):
+                assert not submission_.needs_manual_grade, submission_.student.id
