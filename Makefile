@@ -3,6 +3,7 @@
 #   make test     create .venv if needed, run the whole pytest suite (pytest.ini decides what runs)
 #   make release  regenerate the student release notebooks/attention from source/attention
 #   make grade    grade every submission under submitted/ (JOBS=N students at a time)
+#   make bench    print the performance figures of COURSE.md (build/bench.json)
 #   make clean    remove build output (build/)
 
 VENV   ?= .venv
@@ -24,7 +25,7 @@ PYTEST_ARGS ?=
 # JupyterLab refuses to start as root (containers, CI) unless told --allow-root.
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test release grade clean
+.PHONY: lab test release grade bench clean
 
 # The virtual environment is (re)installed whenever requirements.txt is newer than the stamp.
 $(STAMP): requirements.txt
@@ -43,7 +44,6 @@ release: $(STAMP)
 	$(VENV)/bin/nbgrader generate_assignment attention --force
 	find notebooks/attention -depth \( -name __pycache__ -o -name .ipynb_checkpoints \) -type d -exec rm -rf {} +
 
-# bench: (coming) the performance figures of COURSE.md
 
 clean:
 	rm -rf build/
@@ -52,3 +52,8 @@ clean:
 # feedback HTML (hidden tests cleared), grades.csv. JOBS=N grades N students at a time.
 grade: $(STAMP)
 	$(PY) -m grading.grade --jobs $(JOBS) $(GRADE_ARGS)
+
+# The performance budgets of COURSE.md, side by side in one run (figures in build/bench.json).
+# BENCH_ARGS="--class-size 40" measures the JOBS speed-up on a class of 40.
+bench: $(STAMP)
+	$(PY) -m grading.bench $(BENCH_ARGS)
