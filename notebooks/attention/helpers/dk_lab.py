@@ -11,14 +11,14 @@ The scores come from the student's own functions when they are passed and implem
 """
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import dataclass
 
 import torch
-import PIL.Image
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure  # drawn off screen (no pyplot), shown as an image widget
+
+from .plots import canvas_png
 
 D_K_VALUES = [2 ** i for i in range(11)]  # 1 .. 1024
 N_KEYS = 8
@@ -168,11 +168,7 @@ class DkFigure:
                             (self.ax_g, [self.trail, self.marker])):
             for artist in artists:
                 ax.draw_artist(artist)
-        width, height = self.canvas.get_width_height()
-        image = PIL.Image.frombuffer("RGBA", (width, height), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-        buffer = io.BytesIO()
-        image.save(buffer, format="png", compress_level=1)
-        return buffer.getvalue()
+        return canvas_png(self.canvas)
 
 
 class DkLab:

@@ -8,16 +8,15 @@ lab says what to implement first when neither works yet. `HeadsLab` is the widge
 """
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import dataclass
 
-import PIL.Image
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .demos import toy_sentence
+from .plots import canvas_png
 from .exercises import PROJECTIONS, Projections, load_projections
 
 D_MODEL = 12
@@ -165,11 +164,7 @@ class HeadsFigure:
     def png(self) -> bytes:
         """The figure as PNG bytes."""
         self.canvas.draw()
-        width, height = self.canvas.get_width_height()
-        image = PIL.Image.frombuffer("RGBA", (width, height), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-        buffer = io.BytesIO()
-        image.save(buffer, format="png", compress_level=1)
-        return buffer.getvalue()
+        return canvas_png(self.canvas)
 
 
 class HeadsLab:

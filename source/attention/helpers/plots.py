@@ -116,3 +116,16 @@ def memory_figure(rows: list[dict], limit_bytes: float = 2 ** 30, limit_label: s
     ax.legend()
     fig.tight_layout()
     return fig
+
+
+def canvas_png(canvas) -> bytes:
+    """What an Agg canvas currently shows, as PNG bytes (fast compression, for live widgets)."""
+    import io
+
+    import PIL.Image
+
+    width, height = canvas.get_width_height()
+    image = PIL.Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    buffer = io.BytesIO()
+    image.save(buffer, format="png", compress_level=1)
+    return buffer.getvalue()
