@@ -147,6 +147,9 @@ def _write_gradebook(db: Path, student: str, results: list[NotebookResult]) -> N
                     continue
                 grade.auto_score = v.score
                 grade.manual_score = None
+                # nbgrader leaves a cell it could not execute (a dead kernel) flagged for manual
+                # grading; the trusted verdict has decided it.
+                grade.needs_manual_grade = False
             gradebook.db.commit()
 
 
@@ -179,13 +182,13 @@ def grade_group(students: list[str], group: str, course: Path, work: Path, templ
         sub = root / "submitted" / student / ASSIGNMENT
         sub.mkdir(parents=True)
         submitted = course / "submitted" / student / ASSIGNMENT
-        for notebook in graded_notebooks() + ["00_start_here"]:
+        for notebook in graded_notebooks():  # an ungraded notebook (00_start_here) is not run
             cells = test_cells(notebook)
             result = results[(student, notebook)] = NotebookResult(student, notebook, 0.0, sum(c.points for c in cells))
             path = submitted / f"{notebook}.ipynb"
             if path.exists():
                 result.problems += tidy_notebook(path, sub / path.name)
-            elif cells:
+            else:
                 result.problems.append(f"{notebook}.ipynb was not submitted")
 
     def tidied(student: str, notebook: str) -> Path:

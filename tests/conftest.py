@@ -81,8 +81,8 @@ def course_copy(tmp_path: Path) -> Path:
 GRADING_SEED = 4242
 
 
-def grade_class(dest: Path, write_students) -> tuple[Path, dict, str]:
-    """Copy the course to `dest`, let `write_students(course)` add submissions, run `make grade`.
+def grade_class(dest: Path, write_students, jobs: int = 1) -> tuple[Path, dict, str]:
+    """Copy the course to `dest`, let `write_students(course)` add submissions, run `make grade JOBS=jobs`.
 
     Returns the course, the rows of grades_by_cell.csv keyed by (student, cell), and the output.
     """
@@ -93,7 +93,7 @@ def grade_class(dest: Path, write_students) -> tuple[Path, dict, str]:
         shutil.copy2(REPO / name, course / name)  # copy2 keeps the time stamp: no reinstall
     write_students(course)
     args = f"--seed {GRADING_SEED} --seconds 20 --cell-timeout 20"
-    proc = run(["make", "grade", f"VENV={REPO / '.venv'}", "JOBS=1", f"GRADE_ARGS={args}"], cwd=course,
+    proc = run(["make", "grade", f"VENV={REPO / '.venv'}", f"JOBS={jobs}", f"GRADE_ARGS={args}"], cwd=course,
                timeout=2400)
     assert proc.returncode == 0, describe(proc)
     with open(course / "grades_by_cell.csv") as handle:

@@ -55,3 +55,12 @@ def test_case_file_round_trip_is_exact_and_deterministic(tmp_path):
     [back] = load_cases(tmp_path / "a.npz")
     assert list(back.tensors) == ["q", "k"] and torch.equal(back.tensors["q"], case.tensors["q"])
     assert torch.equal(back.expected[0], case.expected[0]) and back.mistakes["m"][0].shape == (2, 4)
+
+
+def test_being_graded_follows_nbgrader_execution(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert not demos.being_graded()
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    assert not demos.being_graded()
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert demos.being_graded()
