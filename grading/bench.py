@@ -10,7 +10,7 @@ hold, and writes build/bench.json. Figures:
   (B=8, T=256, d_model=512, H=8, float32, CPU, no_grad);
 - the median slider update (compute and redraw) of both labs;
 - grading one complete submission (`make grade` on one student) against nbgrader executing the
-  same notebooks (`nbgrader autograde` alone);
+  same graded notebooks (`nbgrader autograde` alone; neither runs the ungraded start notebook);
 - grading a class with JOBS=2 against JOBS=1, and whether the scores are identical.
 """
 from __future__ import annotations
@@ -35,6 +35,7 @@ from nbclient import NotebookClient
 from . import REPO, SOURCE
 from .classroom import submission, write_submission
 from .reference import reference
+from .trusted import graded_notebooks
 
 IMPORT_ONLY = "import torch\nimport matplotlib.pyplot as plt\nimport ipywidgets\n"
 
@@ -121,6 +122,11 @@ def bench_sliders() -> dict:
             "num_heads_lab_ms": round(median_update(heads.slider, divisors(12) + divisors(12)[::-1]), 1)}
 
 
+def notebook_names() -> list[str]:
+    """Every notebook of the course, by name: what a complete submission holds."""
+    return [p.stem for p in sorted(SOURCE.glob("0*.ipynb"))]
+
+
 def _course(dest: Path) -> Path:
     dest.mkdir(parents=True)
     for name in ("nbgrader_config.py", "Makefile", "requirements.txt"):
@@ -149,15 +155,18 @@ def bench_grading(class_size: int) -> dict:
     nbgrader = str(Path(sys.executable).with_name("nbgrader"))
     with tempfile.TemporaryDirectory() as tmp:
         one = _course(Path(tmp) / "one")
-        write_submission(one, "student", submission({}, notebooks=[p.stem for p in sorted(SOURCE.glob("0*.ipynb"))]))
+        write_submission(one, "student", submission({}, notebooks=notebook_names()))
         plain_root = _course(Path(tmp) / "plain")
         shutil.copytree(one / "submitted", plain_root / "submitted")
+        # Grading does not run the ungraded start notebook, so neither does the baseline.
+        for ungraded in set(notebook_names()) - set(graded_notebooks()):
+            (plain_root / "submitted" / "student" / "attention" / f"{ungraded}.ipynb").unlink()
         _timed([nbgrader, "generate_assignment", "attention", "--force"], plain_root)
         execute = _timed([nbgrader, "autograde", "attention", "--force"], plain_root)
         grade, _ = _grade(one, 1)
         klass = _course(Path(tmp) / "class")
         for i in range(class_size):
-            write_submission(klass, f"student{i:02d}", submission({}, notebooks=[p.stem for p in sorted(SOURCE.glob("0*.ipynb"))]))
+            write_submission(klass, f"student{i:02d}", submission({}, notebooks=notebook_names()))
         serial, serial_scores = _grade(klass, 1)
         parallel, parallel_scores = _grade(klass, 2)
     return {"execute_seconds": round(execute, 1), "grade_seconds": round(grade, 1),
@@ -187,7 +196,8 @@ def budgets(r: dict) -> list[tuple[str, str, bool]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--class-size", type=int, default=6, help="submissions for the JOBS speed-up (COURSE.md: 40)")
+    parser.add_argument("--class-size", type=int, default=40,
+                        help="submissions for the JOBS speed-up (default 40, as in COURSE.md; about an hour)")
     parser.add_argument("--no-grading", action="store_true", help="skip the grading figures (the slow part)")
     args = parser.parse_args(argv)
     results = {"notebooks": bench_notebooks(), "mha": bench_mha(), "sliders": bench_sliders()}

@@ -42,7 +42,8 @@ def test_attempt_turns_a_missing_implementation_into_one_sentence(capsys):
     def stub(*args):
         raise NotImplementedError()
     assert demos.attempt("raw_scores", stub, 1) is None
-    assert "implement it above first" in capsys.readouterr().out
+    assert capsys.readouterr().out.strip() == ("This demo uses your `raw_scores`. "
+                                               "Implement `raw_scores` above first, then run this cell again.")
     assert demos.attempt("raw_scores", lambda a: a + 1, 1) == 2
 
 

@@ -10,6 +10,8 @@ import os
 
 import torch
 
+from .feedback import MissingImplementation, call_student
+
 
 def unit_normal(*shape: int, seed: int) -> torch.Tensor:
     """Entries with mean 0 and variance 1, reproducible from `seed`."""
@@ -89,13 +91,10 @@ def toy_projections(d_in: int, d_out: int, seed: int = 4) -> tuple[torch.Tensor,
 def attempt(name: str, fn, *args, **kwargs):
     """Call a student's function for a demo; on failure say so in one sentence and return None."""
     try:
-        return fn(*args, **kwargs)
-    except NotImplementedError:
-        print(f"This demo uses your `{name}`: implement it above first, then run this cell again.")
-    except Exception as exc:  # a demo should point back to the exercise, not show a traceback
-        print(f"This demo uses your `{name}`, which raised {type(exc).__name__}: {exc}. "
-              f"Its check above says more.")
-    return None
+        return call_student(name, fn, *args, then="run this cell again", **kwargs)
+    except MissingImplementation as missing:
+        print(f"This demo uses your `{name}`. {missing}")
+        return None
 
 
 # ----------------------------------------------------------------------------- notebooks 03-06

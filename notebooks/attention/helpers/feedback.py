@@ -1,7 +1,8 @@
 """How a check talks to a student: the failure it raises and the sentences it says.
 
 `CheckFailed` shows as a short red message in the notebook instead of a long traceback.
-`MISTAKES` holds one sentence per common wrong answer of each exercise; the checks name the
+`call_student` runs a student's function for a lab or demo and turns a failure into one
+sentence (`MissingImplementation`). `MISTAKES` holds one sentence per common wrong answer of each exercise; the checks name the
 mistake when a result matches it. `ERROR_HINTS` explains common exceptions.
 """
 from __future__ import annotations
@@ -18,6 +19,25 @@ class CheckFailed(AssertionError):
         red, bold, reset = "\x1b[31m", "\x1b[1m", "\x1b[0m"
         lines = str(self).splitlines() or ["Check failed."]
         return [f"{red}{bold}✗ {lines[0]}{reset}"] + [f"{red}  {line}{reset}" for line in lines[1:]]
+
+
+class MissingImplementation(Exception):
+    """A lab or demo needs a student's function that is not done or fails; the message says which."""
+
+
+def call_student(name: str, fn, *args, then: str = "move the slider again", **kwargs):
+    """Call a student's function for a lab or demo, turning any failure into one sentence.
+
+    A stub (NotImplementedError) asks for the exercise first; any other exception is named
+    with its message and points back to the exercise's check. Raises MissingImplementation.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise MissingImplementation(f"Implement `{name}` above first, then {then}.") from None
+    except Exception as exc:  # a lab should point back to the exercise, not show a traceback
+        raise MissingImplementation(f"Your `{name}` raised {type(exc).__name__}: {exc}. "
+                                    f"Its check above says more.") from None
 
 
 def passed(text: str) -> None:

@@ -18,16 +18,13 @@ import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure  # drawn off screen (no pyplot), shown as an image widget
 
+from .feedback import MissingImplementation, call_student
 from .plots import canvas_png
 
 D_K_VALUES = [2 ** i for i in range(11)]  # 1 .. 1024
 N_KEYS = 8
 N_QUERIES = 256
 SPAN, BINS = 100, 100  # histogram range (-SPAN, SPAN) and bin count
-
-
-class MissingImplementation(Exception):
-    """The lab needs an exercise that is not done yet; the message says which."""
 
 
 @dataclass
@@ -51,16 +48,6 @@ def _inputs(d_k: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
     return q, k, readout
 
 
-def _call(name: str, fn, *args, **kwargs):
-    try:
-        return fn(*args, **kwargs)
-    except NotImplementedError:
-        raise MissingImplementation(f"Implement `{name}` above first, then move the slider again.") from None
-    except Exception as exc:
-        raise MissingImplementation(f"Your `{name}` raised {type(exc).__name__}: {exc}. "
-                                    f"Its check above says more.") from None
-
-
 def _scores(q, k, scaled: bool, raw_scores=None, scaled_scores=None, attention=None) -> tuple[torch.Tensor, str]:
     """Scores of every query against its keys, from the student's functions when given."""
     if attention is not None:
@@ -70,14 +57,14 @@ def _scores(q, k, scaled: bool, raw_scores=None, scaled_scores=None, attention=N
         q, k = q.double(), k.double()  # float64: weights as small as exp(-700) stay above 0
         v = torch.zeros(k.shape[:-1] + (1,), dtype=torch.float64)
         q_in = q if scaled else q * math.sqrt(d_k)
-        result = _call("scaled_dot_product_attention", attention, q_in, k, v)
+        result = call_student("scaled_dot_product_attention", attention, q_in, k, v)
         weights = result[1].squeeze(1).double()
         logits = torch.log(weights.clamp_min(1e-300))
         return (logits - logits.mean(-1, keepdim=True)).float(), "your scaled_dot_product_attention"
     if scaled and scaled_scores is not None:
-        return _call("scaled_scores", scaled_scores, q, k).squeeze(1), "your scaled_scores"
+        return call_student("scaled_scores", scaled_scores, q, k).squeeze(1), "your scaled_scores"
     if raw_scores is not None:
-        raw = _call("raw_scores", raw_scores, q, k).squeeze(1)
+        raw = call_student("raw_scores", raw_scores, q, k).squeeze(1)
         return (raw / math.sqrt(q.shape[-1]) if scaled else raw), "your raw_scores"
     raw = (q @ k.transpose(-2, -1)).squeeze(1)
     return (raw / math.sqrt(q.shape[-1]) if scaled else raw), "torch"

@@ -16,15 +16,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .demos import toy_sentence
+from .feedback import MissingImplementation, call_student
 from .plots import canvas_png
 from .exercises import PROJECTIONS, Projections, load_projections
 
 D_MODEL = 12
 SEED = 7
-
-
-class MissingImplementation(Exception):
-    """The lab needs an exercise that is not done yet; the message says which."""
 
 
 def divisors(n: int) -> list[int]:
@@ -55,20 +52,10 @@ def fixed_weights(d_model: int, seed: int = SEED) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def _call(name: str, fn, *args):
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        raise MissingImplementation(f"Implement `{name}` above first, then move the slider again.") from None
-    except Exception as exc:
-        raise MissingImplementation(f"Your `{name}` raised {type(exc).__name__}: {exc}. "
-                                    f"Its check above says more.") from None
-
-
 def _owner_from_split(split_heads, d_model: int, num_heads: int) -> list[int]:
     """Feed feature numbers 0..d_model-1 through split_heads and see where each one lands."""
     ids = torch.arange(d_model, dtype=torch.float32).view(1, 1, d_model)
-    heads = _call("split_heads", split_heads, ids, num_heads)
+    heads = call_student("split_heads", split_heads, ids, num_heads)
     if not isinstance(heads, torch.Tensor) or heads.shape != (1, num_heads, 1, d_model // num_heads):
         raise MissingImplementation(f"Your `split_heads` returned {getattr(heads, 'shape', type(heads))} for "
                                     f"(1, 1, {d_model}) and {num_heads} heads; its check above says more.")
@@ -90,21 +77,21 @@ def heads_numbers(num_heads: int, d_model: int = D_MODEL, split_heads=None, mha_
     d_head = d_model // num_heads
     with torch.no_grad():
         if mha_class is not None:
-            module = _call("MultiHeadAttention", mha_class, d_model, num_heads)
+            module = call_student("MultiHeadAttention", mha_class, d_model, num_heads)
             try:
                 load_projections(module, tensors)
             except AttributeError as exc:
                 raise MissingImplementation(f"Your `MultiHeadAttention` has no {exc.name or 'W_q'}: "
                                             "its check above says more.") from None
-            result = _call("MultiHeadAttention", module, x, x, x)
+            result = call_student("MultiHeadAttention", module, x, x, x)
             weights = result[1][0]
             parameters = sum(p.numel() for p in module.parameters())
             owner = [f // d_head for f in range(d_model)]
             source = "your MultiHeadAttention"
         elif split_heads is not None:
             owner = _owner_from_split(split_heads, d_model, num_heads)
-            q = _call("split_heads", split_heads, x @ tensors["W_q.weight"].T, num_heads)
-            k = _call("split_heads", split_heads, x @ tensors["W_k.weight"].T, num_heads)
+            q = call_student("split_heads", split_heads, x @ tensors["W_q.weight"].T, num_heads)
+            k = call_student("split_heads", split_heads, x @ tensors["W_k.weight"].T, num_heads)
             weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_head), dim=-1)[0]
             parameters = sum(p.numel() for p in Projections(d_model, num_heads).parameters())
             source = "your split_heads"
