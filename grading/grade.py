@@ -49,15 +49,10 @@ class NotebookResult:
 
 
 def _nbgrader(args: list[str], cwd: Path, limits: Limits | None = None,
-              timeout: float = NBGRADER_TIMEOUT, threads: int | None = None) -> subprocess.CompletedProcess:
-    """Run an nbgrader command; a kernel over the memory cap is killed, the rest goes on.
-
-    With `threads`, the kernels it starts use that many threads for torch's operations.
-    """
+              timeout: float = NBGRADER_TIMEOUT) -> subprocess.CompletedProcess:
+    """Run an nbgrader command; a kernel over the memory cap is killed, the rest goes on."""
     exe = Path(sys.executable).with_name("nbgrader")
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    if threads:
-        env["OMP_NUM_THREADS"] = str(threads)
     memory = (limits or Limits()).memory
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([str(exe), *args], cwd=cwd, env=env, stdout=out, stderr=err,
@@ -171,7 +166,7 @@ def _fallback_feedback(dest: Path, result: NotebookResult) -> None:
 
 
 def grade_group(students: list[str], group: str, course: Path, work: Path, template_db: Path, seed: int,
-                limits: Limits, cell_timeout: int = 120, threads: int | None = None) -> list[NotebookResult]:
+                limits: Limits, cell_timeout: int = 120) -> list[NotebookResult]:
     """Grade some students in one private course folder; never raises for their files.
 
     One `nbgrader autograde` run covers the group (nbgrader goes on past a student it cannot
@@ -208,14 +203,14 @@ def grade_group(students: list[str], group: str, course: Path, work: Path, templ
                                                            if s == student and tidied(s, nb).exists()}, seed, limits)
                    for student in students}
         autograde = ["autograde", ASSIGNMENT, f"--Execute.timeout={cell_timeout}"]
-        _nbgrader([*autograde, "--force"], root, limits, timeout=NBGRADER_TIMEOUT * len(students), threads=threads)
+        _nbgrader([*autograde, "--force"], root, limits, timeout=NBGRADER_TIMEOUT * len(students))
         for student in students:
             if autograded(student).exists():
                 continue
             for (s, nb), result in results.items():  # one notebook at a time for this student
                 if s != student or not tidied(s, nb).exists():
                     continue
-                one = _nbgrader([*autograde, "--student", s, "--notebook", nb], root, limits, threads=threads)
+                one = _nbgrader([*autograde, "--student", s, "--notebook", nb], root, limits)
                 if one.returncode != 0 or not (autograded(s) / f"{nb}.ipynb").exists():
                     result.problems.append(f"nbgrader could not run {nb}.ipynb ({_last_error(one)})")
         for student, future in trusted.items():
@@ -303,11 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[NotebookResult] = []
     jobs = max(1, min(args.jobs, len(students)))
     groups = [students[i::jobs] for i in range(jobs)]  # one nbgrader course folder per job
-    # Parallel jobs share the cores (torch's threads per kernel) instead of fighting over them.
-    threads = max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else None
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(grade_group, group, f"group{i}", course, work, template, seed, limits,
-                               args.cell_timeout, threads): group for i, group in enumerate(groups)}
+                               args.cell_timeout): group for i, group in enumerate(groups)}
         for future in concurrent.futures.as_completed(futures):
             try:
                 rows += future.result()
