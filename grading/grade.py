@@ -30,7 +30,11 @@ from pathlib import Path
 
 from . import REPO
 from .limits import Limits, watch
-from .trusted import Verdict, grade_submission, grading_cases, graded_notebooks, test_cells
+from .nbgrader_cli import fast_start
+
+fast_start()  # before anything imports nbgrader (see grading/nbgrader_cli.py)
+
+from .trusted import Verdict, grade_submission, grading_cases, graded_notebooks, test_cells  # noqa: E402
 
 ASSIGNMENT = "attention"
 NBGRADER_TIMEOUT = int(os.environ.get("GRADING_NBGRADER_TIMEOUT", 900))  # per student
@@ -51,11 +55,11 @@ class NotebookResult:
 def _nbgrader(args: list[str], cwd: Path, limits: Limits | None = None,
               timeout: float = NBGRADER_TIMEOUT) -> subprocess.CompletedProcess:
     """Run an nbgrader command; a kernel over the memory cap is killed, the rest goes on."""
-    exe = Path(sys.executable).with_name("nbgrader")
+    cli = Path(__file__).with_name("nbgrader_cli.py")  # nbgrader's own main, started faster
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     memory = (limits or Limits()).memory
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([str(exe), *args], cwd=cwd, env=env, stdout=out, stderr=err,
+        proc = subprocess.Popen([sys.executable, str(cli), *args], cwd=cwd, env=env, stdout=out, stderr=err,
                                 stdin=subprocess.DEVNULL, text=True, start_new_session=True)
         # nbgrader itself stays small: the process that grows is the student's kernel.
         stopped = watch(proc, memory + NBGRADER_OWN_MEMORY, timeout, kill_whole_tree=False)
