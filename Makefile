@@ -1,59 +1,84 @@
-# Attention course: every command a student, teacher or CI needs.
-#   make lab      create .venv if needed, install requirements.txt, open JupyterLab on the course
-#   make test     create .venv if needed, run the whole pytest suite (pytest.ini decides what runs)
-#   make release  regenerate the student release notebooks/attention from source/attention
-#   make grade    grade every submission under submitted/ (JOBS=N students at a time)
-#   make bench    print the performance figures of COURSE.md (build/bench.json)
-#   make clean    remove build output (build/)
+# Attention course: every command a student, teacher, maintainer or CI needs.
+#   make lab            create .venv if needed, install everything, open JupyterLab on the course
+#                       (a student's JupyterLab; EDITION=zh-CN opens the Chinese edition in Chinese)
+#   make test           create .venv if needed, run the whole test suite (about 15 minutes)
+#   make test-fast      the tests that start no kernel, browser or grading run (under a minute)
+#   make outputs        rebuild what is built from the sources: case file, stored outputs, editions, releases
+#   make release        regenerate the student releases notebooks/<assignment> from source/ with nbgrader
+#   make translations   list the translations that are missing or stale (catalogue i18n/)
+#   make grade          grade every submission under submitted/ (JOBS=N at a time, STUDENT=alice for one)
+#   make formgrader     the teacher's JupyterLab, with nbgrader's formgrader
+#   make student-folder write build/student/: what students get, without solutions or grading code
+#   make bench          print the performance figures (build/bench.json)
+#   make lint           ruff (lint and format check)
+#   make clean          remove build output (build/)
 
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PYTHON ?= python3
 STAMP  := $(VENV)/.installed
 
-# Every recipe runs with the venv's bin first on PATH: nbgrader itself calls `alembic` and
-# `jupyter` by name, and the python3 kernel must be the venv's.
+# Every recipe runs with the venv's bin first on PATH: nbgrader itself calls `jupyter` by name,
+# and the python3 kernel must be the venv's.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-# Students graded at a time by `make grade`.
-JOBS ?= 1
-
+JOBS    ?=
+STUDENT ?=
+EDITION ?= en
 # Extra arguments, e.g. make lab LAB_ARGS="--no-browser --port=8899" or make test PYTEST_ARGS="-k release"
 LAB_ARGS    ?=
 PYTEST_ARGS ?=
+GRADE_ARGS  ?=
+BENCH_ARGS  ?=
 # JupyterLab refuses to start as root (containers, CI) unless told --allow-root.
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
+# A student's JupyterLab: no instructor panels, no news pop-up (binder/jupyter/ holds the settings).
+STUDENT_CONFIG = $(abspath binder/jupyter)$(if $(filter zh-CN,$(EDITION)),:$(abspath binder/jupyter-zh-CN))
+START = $(if $(filter zh-CN,$(EDITION)),notebooks/attention_zh,notebooks/attention)/00_start_here.ipynb
 
-.PHONY: lab test release grade bench clean
+.PHONY: lab test test-fast outputs release translations grade formgrader student-folder bench lint clean
 
-# The virtual environment is (re)installed whenever requirements.txt is newer than the stamp.
-$(STAMP): requirements.txt
+# The virtual environment is (re)installed whenever requirements.txt or pyproject.toml is newer
+# than the stamp: the pinned packages, then this project (the grading tools) in editable mode.
+$(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -r requirements.txt
+	$(PY) -m pip install --no-deps --no-build-isolation -e .
 	touch $@
 
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/attention/00_start_here.ipynb $(LAB_ROOT) $(LAB_ARGS)
+	JUPYTER_CONFIG_PATH=$(STUDENT_CONFIG) $(VENV)/bin/jupyter lab $(START) $(LAB_ROOT) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# nbgrader deletes and rewrites notebooks/attention (the release folder) from source/attention.
-release: $(STAMP)
-	$(VENV)/bin/nbgrader generate_assignment attention --force
-	find notebooks/attention -depth \( -name __pycache__ -o -name .ipynb_checkpoints \) -type d -exec rm -rf {} +
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
+outputs: $(STAMP)
+	$(PY) -m grading.outputs
+
+release: $(STAMP)
+	$(PY) -m grading.outputs --no-execute
+
+translations: $(STAMP)
+	$(PY) -m grading.edition --report
+
+grade: $(STAMP)
+	$(PY) -m grading.grade $(if $(JOBS),--jobs $(JOBS)) $(foreach s,$(STUDENT),--student $(s)) $(GRADE_ARGS)
+
+formgrader: $(STAMP)
+	$(VENV)/bin/jupyter lab --ServerApp.default_url=/formgrader $(LAB_ROOT) $(LAB_ARGS)
+
+student-folder: $(STAMP)
+	$(PY) -m grading.student_folder build/student
+
+bench: $(STAMP)
+	$(PY) -m grading.bench $(BENCH_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
 clean:
 	rm -rf build/
-
-# Grade every submission under submitted/<student>/attention/: autograde, trusted verdicts,
-# feedback HTML (hidden tests cleared), grades.csv. JOBS=N grades N students at a time.
-grade: $(STAMP)
-	$(PY) -m grading.grade --jobs $(JOBS) $(GRADE_ARGS)
-
-# The performance budgets of COURSE.md, side by side in one run (figures in build/bench.json).
-# BENCH_ARGS="--class-size 40" measures the JOBS speed-up on a class of 40.
-bench: $(STAMP)
-	$(PY) -m grading.bench $(BENCH_ARGS)

@@ -1,8 +1,9 @@
 """nbgrader configuration of the attention course.
 
-The repository root is the course root: instructors edit ``source/attention``, ``make release``
-writes the student version to ``notebooks/attention``, submissions go to ``submitted/`` and
-grading writes ``autograded/`` and ``feedback/``.
+The repository root is the course root: instructors edit ``source/<assignment>``, ``make release``
+writes the student version to ``notebooks/<assignment>``, submissions go to ``submitted/`` and
+grading writes ``autograded/``, ``feedback/`` and ``gradebook.db``. The assignments (one per
+language edition) are listed in ``course.toml``.
 """
 import os
 
@@ -18,13 +19,54 @@ c.CourseDirectory.feedback_directory = "feedback"
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(c.CourseDirectory.root, "gradebook.db")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.db"]
 
-# Execution: the kernel is named explicitly, every cell has a time limit.
-c.Execute.kernel_name = "python3"
+# Execution: every cell has a time limit (Grading.cell_timeout below sets it while grading).
 c.Execute.timeout = 120
 c.Execute.startup_timeout = 120
 
 # A test cell that a student deleted is put back and graded.
 c.OverwriteCells.add_missing_cells = True
+
+# Grading: student code runs in a confined kernel, and the course's trusted grader decides every
+# test cell's score, right after nbgrader saves its own and before late penalties are applied.
+# Plain `nbgrader autograde` and formgrader's autograde button grade the same way as `make grade`.
+c.Autograde.autograde_preprocessors = [
+    "grading.nbgrader_plugins.ConfinedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "grading.nbgrader_plugins.TrustedGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+
+# Settings of the grading (grading/settings.py); `make grade` flags override them.
+c.Grading.jobs = 1
+c.Grading.memory_gib = 2.0
+c.Grading.seconds = 30.0
+c.Grading.cell_timeout = 120
+c.Grading.layers = ["auto"]
+
+# Late submissions: nbgrader's plugin, applied to the trusted score. "zero" takes every mark
+# of a late notebook; "none" records lateness only.
+c.LateSubmissionPlugin.penalty_method = "none"
+
+# The release: nbgrader's own steps, except that a multiple-choice question's answer cell becomes
+# `answer = ""  # "A", "B", "C" or "D"` rather than `raise NotImplementedError()`.
+c.GenerateAssignment.preprocessors = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.InstantiateTests",
+    "nbgrader.preprocessors.LockCells",
+    "grading.nbgrader_release.ClearSolutionsAndQuestions",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 
 # Feedback never shows the hidden tests.
 c.GenerateFeedback.preprocessors = [

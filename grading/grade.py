@@ -1,16 +1,18 @@
-"""Grade a whole class: `make grade` (or `python -m grading.grade --jobs N`).
+"""Grade a class: `make grade` (or `python -m grading.grade`).
 
-For every student folder `submitted/<student>/attention/`:
-1. each notebook is checked and tidied in a private copy (invalid JSON is reported, duplicated
-   grade cells lose their duplicate metadata), never touching the submission itself;
-2. the real `nbgrader autograde` runs on those copies, in one private course folder per job
-   (`--jobs N` grades N groups of students at a time); a student nbgrader cannot grade is then
-   autograded notebook by notebook, so one broken notebook costs only itself and nobody else;
-3. the trusted verdict (`grading.trusted`) decides every test cell's score, in separate
-   limited processes, and is written into that student's gradebook and at the top of each
-   autograded notebook;
-4. `nbgrader generate_feedback` writes the feedback HTML (hidden tests cleared).
-The results are gathered into `autograded/`, `feedback/` and `grades.csv` at the course root.
+For every submission `submitted/<student>/<assignment>/` of each edition's assignment:
+1. the submission is checked and tidied in a private copy (an invalid notebook is reported and
+   left out, a duplicated grade cell loses its duplicate metadata; `timestamp.txt` and the other
+   files of `nbgrader collect` come along), never touching the submission itself;
+2. the real `nbgrader autograde` grades it, with the course's plugins (`grading.nbgrader_plugins`:
+   confined kernels and the trusted verdict), in one private course folder per job (`--jobs N`
+   grades N groups of students at a time);
+3. one writer merges every graded student into the course's `gradebook.db` (`grading.gradebook`),
+   copies `autograded/<student>/`, and `nbgrader generate_feedback` writes the feedback;
+4. `grades.csv` and `grades_by_cell.csv` are written from the course gradebook, with the seed.
+Settings come from the `Grading` section of nbgrader_config.py (`grading.settings`), overridden
+by the command line. A student who could not be graded (confinement, a grader fault) is named and
+makes the exit status non-zero; everyone else is still graded and written.
 """
 from __future__ import annotations
 
@@ -28,70 +30,46 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import REPO
-from .limits import Limits, watch
+from helpers.cells import cell_source, grade_id, read_notebook
+
+from . import gradebook as records
+from . import settings as grading_settings
+from .limits import watch
+from .manifest import Course, load
 from .nbgrader_cli import fast_start
+from .nbgrader_plugins import FAULTS
+from .workspace import choose_layers
 
-fast_start()  # before anything imports nbgrader (see grading/nbgrader_cli.py)
-
-from .trusted import Verdict, grade_submission, grading_cases, graded_notebooks, test_cells  # noqa: E402
-
-ASSIGNMENT = "attention"
-NBGRADER_TIMEOUT = int(os.environ.get("GRADING_NBGRADER_TIMEOUT", 900))  # per student
-NBGRADER_OWN_MEMORY = 512 * 1024 ** 2  # nbgrader's own process, on top of the kernel's cap
+NBGRADER_OWN_MEMORY = 2 ** 30
+STUDENT_SECONDS = 900
 
 
 @dataclass
-class NotebookResult:
-    """One student's result on one notebook."""
+class Submission:
+    """One student's submission of one assignment, and what was wrong with its files."""
     student: str
-    notebook: str
-    score: float
-    max_score: float
+    assignment: str
     problems: list[str] = field(default_factory=list)
-    verdicts: list[Verdict] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)      # why it could not be graded
+    graded: bool = False
 
 
-def _nbgrader(args: list[str], cwd: Path, limits: Limits | None = None,
-              timeout: float = NBGRADER_TIMEOUT) -> subprocess.CompletedProcess:
-    """Run an nbgrader command; a kernel over the memory cap is killed, the rest goes on."""
-    cli = Path(__file__).with_name("nbgrader_cli.py")  # nbgrader's own main, started faster
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    memory = (limits or Limits()).memory
+def nbgrader(args: list[str], cwd: Path, course: Path, memory: int | None = None,
+             timeout: float = STUDENT_SECONDS) -> subprocess.CompletedProcess:
+    """Run nbgrader (started by grading/nbgrader_cli.py) in a course folder; a process of its tree
+    over the memory cap is killed (the student's kernel), the rest goes on."""
+    cli = Path(__file__).with_name("nbgrader_cli.py")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               PYTHONPATH=str(course), ATTENTION_GRADER_PROCESS="1")
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([sys.executable, str(cli), *args], cwd=cwd, env=env, stdout=out, stderr=err,
                                 stdin=subprocess.DEVNULL, text=True, start_new_session=True)
-        # nbgrader itself stays small: the process that grows is the student's kernel.
-        stopped = watch(proc, memory + NBGRADER_OWN_MEMORY, timeout, kill_whole_tree=False)
+        stopped = watch(proc, memory, timeout, kill_whole_tree=False) if memory else ""
         proc.wait()
         out.seek(0)
         err.seek(0)
-        stderr = err.read() + (f"\nERROR: the kernel: {stopped}" if stopped else "")
+        stderr = err.read() + (f"\nERROR: {stopped}" if stopped else "")
         return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), stderr)
-
-
-def _last_error(proc: subprocess.CompletedProcess) -> str:
-    lines = [line for line in (proc.stderr + proc.stdout).splitlines() if "ERROR" in line or "Error" in line]
-    return (lines[-1] if lines else (proc.stderr.strip().splitlines() or ["no output"])[-1])[:300]
-
-
-def _course_root(path: Path, course: Path) -> None:
-    """A private nbgrader course folder sharing the course's source."""
-    path.mkdir(parents=True, exist_ok=True)
-    shutil.copy(course / "nbgrader_config.py", path / "nbgrader_config.py")
-    if not (path / "source").exists():
-        (path / "source").symlink_to(course / "source", target_is_directory=True)
-
-
-def prepare_template(course: Path, work: Path) -> Path:
-    """Generate the assignment once, for its gradebook (the grade cells and their points)."""
-    root = work / "template"
-    shutil.rmtree(root, ignore_errors=True)
-    _course_root(root, course)
-    proc = _nbgrader(["generate_assignment", ASSIGNMENT, "--force"], root)
-    if proc.returncode != 0 or not (root / "gradebook.db").exists():
-        raise SystemExit(f"nbgrader generate_assignment failed:\n{proc.stderr[-3000:]}")
-    return root / "gradebook.db"
 
 
 def tidy_notebook(path: Path, dest: Path) -> list[str]:
@@ -104,13 +82,14 @@ def tidy_notebook(path: Path, dest: Path) -> list[str]:
         return [f"{path.name} is not a valid notebook ({str(exc)[:120]}); it was graded 0"]
     notes, seen = [], set()
     for cell in notebook["cells"]:
-        meta = cell.get("metadata", {}).get("nbgrader")
-        if not isinstance(meta, dict) or "grade_id" not in meta:
+        gid = grade_id(cell) if isinstance(cell, dict) else None
+        if gid is None:
             continue
-        if meta["grade_id"] in seen:  # a duplicated grade cell would abort nbgrader for everyone
+        if gid in seen:  # a duplicated grade cell would abort nbgrader for everyone
             del cell["metadata"]["nbgrader"]
-            notes.append(f"{path.name}: a copy of cell {meta['grade_id']!r} was ignored")
-        seen.add(meta["grade_id"])
+            notes.append(f"{path.name}: a copy of cell {gid!r} was ignored")
+        seen.add(gid)
+        cell["source"] = cell_source(cell)
     notebook.setdefault("metadata", {})["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                                          "language": "python"}
     notebook.setdefault("nbformat", 4)
@@ -119,207 +98,220 @@ def tidy_notebook(path: Path, dest: Path) -> list[str]:
     return notes
 
 
-def _annotate(autograded: Path, verdicts: list[Verdict], problems: list[str]) -> None:
-    """Put the trusted result at the top of an autograded notebook, for the feedback."""
-    notebook = json.loads(autograded.read_text(encoding="utf-8"))
-    lines = ["## Grading summary", ""]
-    for v in verdicts:
-        mark = "✓" if v.score == v.cell.points else "✗"
-        lines.append(f"- {mark} **{v.cell.grade_id}**: {v.score:g} / {v.cell.points:g}"
-                     + (f". {_one_line(v.reason)}" if v.reason else ""))
-    lines += [f"- note: {p}" for p in problems]
-    cell = {"cell_type": "markdown", "metadata": {}, "source": "\n".join(lines)}
-    if notebook.get("nbformat_minor", 0) >= 5:
-        cell["id"] = "grading-summary"
-    notebook["cells"].insert(0, cell)
-    autograded.write_text(json.dumps(notebook, indent=1), encoding="utf-8")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())[:600]
-
-
-def _write_gradebook(db: Path, student: str, results: list[NotebookResult]) -> None:
-    from nbgrader.api import Gradebook, MissingEntry
-
-    with Gradebook(f"sqlite:///{db}") as gradebook:
-        for result in results:
-            for v in result.verdicts:
-                try:
-                    grade = gradebook.find_grade(v.cell.grade_id, result.notebook, ASSIGNMENT, student)
-                except MissingEntry:
-                    continue
-                grade.auto_score = v.score
-                grade.manual_score = None
-                # nbgrader leaves a cell it could not execute (a dead kernel) flagged for manual
-                # grading; the trusted verdict has decided it.
-                grade.needs_manual_grade = False
-            gradebook.db.commit()
-
-
-def _fallback_feedback(dest: Path, result: NotebookResult) -> None:
-    """Feedback for a notebook nbgrader could not grade: the reasons, as a small HTML page."""
-    import html
-    items = "".join(f"<li>{html.escape(p)}</li>" for p in result.problems)
-    items += "".join(f"<li>{html.escape(v.cell.grade_id)}: {v.score:g} / {v.cell.points:g}. "
-                     f"{html.escape(_one_line(v.reason))}</li>" for v in result.verdicts)
+def tidy_submission(course: Course, sub: Submission, dest: Path) -> None:
+    """The files of a submission, tidied, in `dest` (a group folder's submitted/<student>/<assignment>)."""
+    source = course.root / "submitted" / sub.student / sub.assignment
     dest.mkdir(parents=True, exist_ok=True)
-    (dest / f"{result.notebook}.html").write_text(
-        f"<html><body><h1>{html.escape(result.notebook)}</h1><p>Score: {result.score:g} / "
-        f"{result.max_score:g}</p><ul>{items}</ul></body></html>", encoding="utf-8")
+    for path in sorted(source.iterdir()):
+        if path.suffix == ".ipynb":
+            sub.problems += tidy_notebook(path, dest / path.name)
+        elif path.is_file():   # timestamp.txt, submission_secret.txt, ... from nbgrader collect
+            shutil.copy2(path, dest / path.name)
+    for notebook in course.graded_notebooks():
+        if not (source / f"{notebook}.ipynb").exists():
+            sub.problems.append(f"{notebook}.ipynb was not submitted")
 
 
-def grade_group(students: list[str], group: str, course: Path, work: Path, template_db: Path, seed: int,
-                limits: Limits, cell_timeout: int = 120) -> list[NotebookResult]:
-    """Grade some students in one private course folder; never raises for their files.
-
-    One `nbgrader autograde` run covers the group (nbgrader goes on past a student it cannot
-    grade, and drops that student's output); such a student is then autograded notebook by
-    notebook, so that one broken notebook costs only itself.
-    """
-    root = work / "groups" / group
-    shutil.rmtree(root, ignore_errors=True)
-    _course_root(root, course)
-    shutil.copy(template_db, root / "gradebook.db")
-    results: dict[tuple[str, str], NotebookResult] = {}
-    for student in students:
-        sub = root / "submitted" / student / ASSIGNMENT
-        sub.mkdir(parents=True)
-        submitted = course / "submitted" / student / ASSIGNMENT
-        for notebook in graded_notebooks():  # an ungraded notebook (00_start_here) is not run
-            cells = test_cells(notebook)
-            result = results[(student, notebook)] = NotebookResult(student, notebook, 0.0, sum(c.points for c in cells))
-            path = submitted / f"{notebook}.ipynb"
-            if path.exists():
-                result.problems += tidy_notebook(path, sub / path.name)
-            else:
-                result.problems.append(f"{notebook}.ipynb was not submitted")
-
-    def tidied(student: str, notebook: str) -> Path:
-        return root / "submitted" / student / ASSIGNMENT / f"{notebook}.ipynb"
-
-    def autograded(student: str) -> Path:
-        return root / "autograded" / student / ASSIGNMENT
-
-    # nbgrader executes the notebooks while the trusted verdicts are computed alongside.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        trusted = {student: pool.submit(grade_submission, {nb: tidied(s, nb) for (s, nb) in results
-                                                           if s == student and tidied(s, nb).exists()}, seed, limits)
-                   for student in students}
-        autograde = ["autograde", ASSIGNMENT, f"--Execute.timeout={cell_timeout}"]
-        _nbgrader([*autograde, "--force"], root, limits, timeout=NBGRADER_TIMEOUT * len(students))
-        for student in students:
-            if autograded(student).exists():
-                continue
-            for (s, nb), result in results.items():  # one notebook at a time for this student
-                if s != student or not tidied(s, nb).exists():
-                    continue
-                one = _nbgrader([*autograde, "--student", s, "--notebook", nb], root, limits)
-                if one.returncode != 0 or not (autograded(s) / f"{nb}.ipynb").exists():
-                    result.problems.append(f"nbgrader could not run {nb}.ipynb ({_last_error(one)})")
-        for student, future in trusted.items():
-            for nb, verdicts in future.result().items():
-                results[(student, nb)].verdicts = verdicts
-
-    for (student, nb), result in results.items():
-        if not result.verdicts:
-            submitted = course / "submitted" / student / ASSIGNMENT / f"{nb}.ipynb"
-            reason = ("not graded" if tidied(student, nb).exists() else
-                      "the notebook is not valid (see problems)" if submitted.exists() else "not submitted")
-            result.verdicts = [Verdict(c, 0.0, reason) for c in test_cells(nb)]
-        result.score = sum(v.score for v in result.verdicts)
-    for student in students:
-        _write_gradebook(root / "gradebook.db", student, [r for (s, _), r in results.items() if s == student])
-    for (student, nb), result in results.items():
-        if (autograded(student) / f"{nb}.ipynb").exists():
-            _annotate(autograded(student) / f"{nb}.ipynb", result.verdicts, result.problems)
-    if any(autograded(s).exists() for s in students):
-        feedback = _nbgrader(["generate_feedback", ASSIGNMENT, "--force"], root)
-        if feedback.returncode != 0:
-            for result in results.values():
-                result.problems.append(f"feedback could not be generated ({_last_error(feedback)})")
-    for (student, nb), result in results.items():
-        feedback_dir = root / "feedback" / student / ASSIGNMENT
-        if test_cells(nb) and tidied(student, nb).exists() and not (feedback_dir / f"{nb}.html").exists():
-            _fallback_feedback(feedback_dir, result)
-
-    for student in students:
-        for name in ("autograded", "feedback"):
-            source, dest = root / name / student, course / name / student
-            if source.exists():
-                shutil.rmtree(dest, ignore_errors=True)
-                shutil.copytree(source, dest)
-    return [r for r in results.values() if r.max_score > 0]
+def ensure_assignment(course: Course, assignment: str) -> None:
+    """The course gradebook knows the assignment, its notebooks and cells (as `make release` leaves
+    it); if not, nbgrader generates the assignment into a throw-away release folder."""
+    from nbgrader.api import Gradebook, MissingEntry
+    db = course.root / "gradebook.db"
+    if db.exists():
+        with Gradebook(f"sqlite:///{db}") as gb:
+            try:
+                if gb.find_assignment(assignment).notebooks:
+                    return
+            except MissingEntry:
+                pass
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = nbgrader(["generate_assignment", assignment, "--force",
+                         f"--CourseDirectory.release_directory={tmp}"], course.root, course.root)
+        if proc.returncode != 0:
+            raise SystemExit(f"nbgrader generate_assignment {assignment} failed:\n{proc.stderr[-3000:]}")
 
 
-def write_grades(rows: list[NotebookResult], path: Path) -> None:
-    """grades.csv: one row per student and notebook, then one total row per student."""
-    with open(path, "w", newline="") as handle:
+def grade_group(course: Course, subs: list[Submission], folder: Path, overrides: list[str], memory: int) -> None:
+    """Autograde some submissions in a private course folder with a copy of the course gradebook."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    shutil.copy(course.root / "nbgrader_config.py", folder / "nbgrader_config.py")
+    (folder / course.source).symlink_to(course.root / course.source, target_is_directory=True)
+    shutil.copy(course.root / "gradebook.db", folder / "gradebook.db")
+    for sub in subs:
+        tidy_submission(course, sub, folder / "submitted" / sub.student / sub.assignment)
+    for assignment in sorted({s.assignment for s in subs}):
+        mine = [s for s in subs if s.assignment == assignment]
+        proc = nbgrader(["autograde", assignment, "--force", *overrides], folder, course.root, memory,
+                        timeout=STUDENT_SECONDS * len(mine))
+        if proc.returncode != 0 and not any((folder / "autograded" / s.student / assignment).exists() for s in mine):
+            for sub in mine:
+                sub.faults.append(f"nbgrader autograde failed: {_last_error(proc)}")
+    faults = folder / FAULTS
+    for line in faults.read_text().splitlines() if faults.exists() else []:
+        record = json.loads(line)
+        for sub in subs:
+            if (sub.student, sub.assignment) == (record["student"], record["assignment"]):
+                sub.faults.append(f"{record['kind']} fault in {record['notebook']}: {record['text']}")
+
+
+def _last_error(proc: subprocess.CompletedProcess) -> str:
+    lines = [line for line in (proc.stderr + proc.stdout).splitlines() if "ERROR" in line or "Error" in line]
+    return (lines[-1] if lines else (proc.stderr.strip().splitlines() or ["no output"])[-1])[:300]
+
+
+def merge(course: Course, subs: list[Submission], folder: Path) -> None:
+    """One writer: the graded students into the course gradebook, their autograded folders home."""
+    for sub in subs:
+        autograded = folder / "autograded" / sub.student / sub.assignment
+        confinement = [f for f in sub.faults if f.startswith("confinement")]
+        if confinement or not autograded.exists():
+            if not sub.faults:
+                sub.faults.append("nbgrader wrote no autograded copy")
+            continue
+        records.merge_student(folder / "gradebook.db", course.root / "gradebook.db", sub.assignment, sub.student)
+        dest = course.root / "autograded" / sub.student / sub.assignment
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(autograded, dest)
+        sub.graded = True
+
+
+def feedback(course: Course, assignment: str, students: list[str]) -> str:
+    """nbgrader generate_feedback for these students only (the others' feedback stays as it is)."""
+    if not students:
+        return ""
+    others = sorted(p.name for p in (course.root / "autograded").glob("*") if (p / assignment).is_dir()
+                    and p.name not in students)
+    args = ["generate_feedback", assignment, "--force"]
+    if others:
+        args.append(f"--CourseDirectory.student_id_exclude={','.join(others)}")
+    proc = nbgrader(args, course.root, course.root)
+    return "" if proc.returncode == 0 else _last_error(proc)
+
+
+def write_tables(course: Course, subs: list[Submission], seed: int) -> None:
+    """grades.csv (a row per notebook and a total per student and assignment) and
+    grades_by_cell.csv, from the course gradebook: the same numbers `nbgrader export` gives."""
+    from nbgrader.api import Gradebook
+    problems = {(s.student, s.assignment): "; ".join(s.problems + s.faults) for s in subs}
+    db = course.root / "gradebook.db"
+    with open(course.root / "grades.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", "notebook", "score", "max_score", "problems"])
-        for student in sorted({r.student for r in rows}):
-            own = [r for r in rows if r.student == student]
-            for r in sorted(own, key=lambda r: r.notebook):
-                writer.writerow([student, r.notebook, f"{r.score:g}", f"{r.max_score:g}", "; ".join(r.problems)])
-            writer.writerow([student, "TOTAL", f"{sum(r.score for r in own):g}",
-                             f"{sum(r.max_score for r in own):g}", ""])
-
-
-def write_cells(rows: list[NotebookResult], path: Path) -> None:
-    """grades_by_cell.csv: the trusted score of every test cell, with the reason when not full."""
-    with open(path, "w", newline="") as handle:
+        writer.writerow(["student", "assignment", "notebook", "score", "max_score", "late_penalty", "problems", "seed"])
+        for edition in course.editions:
+            rows = records.grades(db, edition.assignment)
+            for student in sorted({r.student for r in rows}):
+                own = sorted((r for r in rows if r.student == student), key=lambda r: r.notebook)
+                for r in own:
+                    writer.writerow([student, r.assignment, r.notebook, f"{r.score - r.late_penalty:g}",
+                                     f"{r.max_score:g}", f"{r.late_penalty:g}", "", seed])
+                writer.writerow([student, edition.assignment, "TOTAL",
+                                 f"{sum(r.score - r.late_penalty for r in own):g}", f"{sum(r.max_score for r in own):g}",
+                                 f"{sum(r.late_penalty for r in own):g}",
+                                 problems.get((student, edition.assignment), ""), seed])
+    with open(course.root / "grades_by_cell.csv", "w", newline="") as handle, Gradebook(f"sqlite:///{db}") as gb:
         writer = csv.writer(handle)
-        writer.writerow(["student", "notebook", "cell", "score", "max_score", "reason"])
-        for r in sorted(rows, key=lambda r: (r.student, r.notebook)):
-            for v in r.verdicts:
-                writer.writerow([r.student, r.notebook, v.cell.grade_id, f"{v.score:g}", f"{v.cell.points:g}",
-                                 _one_line(v.reason)])
+        writer.writerow(["student", "assignment", "notebook", "cell", "score", "max_score", "reason"])
+        for edition in course.editions:
+            for submission in sorted(gb.assignment_submissions(edition.assignment), key=lambda s: s.student.id):
+                for notebook in sorted(submission.notebooks, key=lambda n: n.name):
+                    comments = {c.name: c.auto_comment or "" for c in notebook.comments}
+                    for grade in sorted(notebook.grades, key=lambda g: g.name):
+                        item = next((i for i in course.items_in(notebook.name) if i.test_cell == grade.name), None)
+                        reason = comments.get(item.answer_cell, "") if item else ""
+                        writer.writerow([submission.student.id, edition.assignment, notebook.name, grade.name,
+                                         f"{grade.score:g}", f"{grade.max_score:g}",
+                                         "" if reason == "No response." and grade.score == grade.max_score else reason])
+
+
+def find_submissions(course: Course, only: list[str]) -> list[Submission]:
+    found = []
+    for edition in course.editions:
+        for folder in sorted((course.root / "submitted").glob(f"*/{edition.assignment}")):
+            if folder.is_dir() and (not only or folder.parent.name in only):
+                found.append(Submission(folder.parent.name, edition.assignment))
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--course", type=Path, default=REPO, help="the course root (default: this repository)")
-    parser.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", 1) or 1),
-                        help="students graded at a time")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the test cases (default: random)")
-    parser.add_argument("--memory-gib", type=float, default=Limits().memory / 1024 ** 3,
-                        help="memory cap of student code (kernels and trusted runs)")
-    parser.add_argument("--seconds", type=float, default=Limits().seconds,
-                        help="time limit of the trusted run of one notebook")
-    parser.add_argument("--cell-timeout", type=int, default=120, help="nbgrader's time limit per cell")
+    parser.add_argument("--course", type=Path, default=Path.cwd(), help="the course root (default: here)")
+    parser.add_argument("--student", action="append", default=[], help="grade only this student (repeatable)")
+    parser.add_argument("--jobs", type=int, help="students graded at a time")
+    parser.add_argument("--seed", type=int, help="seed of the trusted cases (default: the config's, else random)")
+    parser.add_argument("--memory-gib", type=float, dest="memory_gib")
+    parser.add_argument("--seconds", type=float, help="time limit of one exercise's trusted run")
+    parser.add_argument("--cell-timeout", type=int, dest="cell_timeout")
+    parser.add_argument("--layers", help='confinement layers, comma-separated ("auto", bwrap, landlock, user)')
+    parser.add_argument("--unconfined", action="store_true", default=None,
+                        help="grade even when no confinement layer works (never the default)")
     args = parser.parse_args(argv)
-    course = args.course.resolve()
-    students = sorted(p.name for p in (course / "submitted").glob("*") if (p / ASSIGNMENT).is_dir())
-    if not students:
-        print(f"No submissions found in {course / 'submitted'}/<student>/{ASSIGNMENT}/.")
+    fast_start()
+    root = args.course.resolve()
+    course = load(root)
+    settings = grading_settings.load(root, {k: getattr(args, k) for k in
+                                            ("jobs", "seed", "memory_gib", "seconds", "cell_timeout", "unconfined")})
+    if args.layers:
+        settings.layers = [x.strip() for x in args.layers.split(",") if x.strip()]
+    try:
+        layers, probe = choose_layers(settings)
+    except RuntimeError as exc:
+        print(exc)
+        return 2
+    print("Confinement: " + "; ".join(f"{k} {'on' if k in layers else 'off'}"
+                                       + ("" if v is None else f" ({v})") for k, v in probe.items()))
+    if not layers:
+        if not settings.unconfined:
+            print("No confinement layer works on this machine, so student code would run with your rights. "
+                  "Grading refused; pass --unconfined (make grade GRADE_ARGS=--unconfined) to grade anyway.")
+            return 2
+        print("WARNING: grading UNCONFINED: student code runs with your rights (--unconfined).")
+    subs = find_submissions(course, args.student)
+    if not subs:
+        print(f"No submissions found in {root / 'submitted'}/<student>/<assignment>/.")
         return 1
-    seed = args.seed if args.seed is not None else secrets.randbelow(2 ** 31)
-    limits = Limits(memory=int(args.memory_gib * 1024 ** 3), seconds=args.seconds)
-    work = course / "build" / "grading"
+    seed = settings.seed if settings.seed is not None else secrets.randbelow(2 ** 31)
     start = time.monotonic()
-    grading_cases(seed)  # computed once, before the workers start
-    template = prepare_template(course, work)
-    rows: list[NotebookResult] = []
-    jobs = max(1, min(args.jobs, len(students)))
-    groups = [students[i::jobs] for i in range(jobs)]  # one nbgrader course folder per job
+    for assignment in sorted({s.assignment for s in subs}):
+        ensure_assignment(course, assignment)
+    overrides = [f"--Grading.seed={seed}", *[f"--Grading.layers={layer}" for layer in layers or ["none"]],
+                 f"--Grading.unconfined={bool(settings.unconfined)}",
+                 f"--Grading.memory_gib={settings.memory_gib}", f"--Grading.seconds={settings.seconds}",
+                 f"--Grading.cell_timeout={settings.cell_timeout}"]
+    memory = int(2 * settings.memory_gib * 2 ** 30) + NBGRADER_OWN_MEMORY
+    jobs = max(1, min(settings.jobs, len(subs)))
+    groups = [subs[i::jobs] for i in range(jobs)]
+    work = root / "build" / "grading" / "groups"
+    folders = [work / f"group{i}" for i in range(jobs)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(grade_group, group, f"group{i}", course, work, template, seed, limits,
-                               args.cell_timeout): group for i, group in enumerate(groups)}
+        futures = {pool.submit(grade_group, course, group, folder, overrides, memory): group
+                   for group, folder in zip(groups, folders)}
         for future in concurrent.futures.as_completed(futures):
             try:
-                rows += future.result()
-            except Exception as exc:  # noqa: BLE001 - a grading bug must not lose the other groups
-                print(f"  grading {', '.join(futures[future])} failed: {exc!r}")
-    for student in students:
-        own = [r for r in rows if r.student == student]
-        print(f"  {student}: {sum(r.score for r in own):g} / {sum(r.max_score for r in own):g}")
-        for r in own:
-            for problem in r.problems:
-                print(f"    {problem}")
-    write_grades(rows, course / "grades.csv")
-    write_cells(rows, course / "grades_by_cell.csv")
-    print(f"Graded {len(students)} student(s) in {time.monotonic() - start:.0f} s with seed {seed}; "
-          f"wrote grades.csv, grades_by_cell.csv, autograded/ and feedback/.")
+                future.result()
+            except Exception as exc:  # noqa: BLE001 - one group's failure must not lose the others
+                for sub in futures[future]:
+                    sub.faults.append(f"grading failed: {exc!r}")
+    for group, folder in zip(groups, folders):   # one writer
+        merge(course, group, folder)
+    for assignment in sorted({s.assignment for s in subs}):
+        problem = feedback(course, assignment, [s.student for s in subs if s.graded and s.assignment == assignment])
+        if problem:
+            for sub in subs:
+                if sub.assignment == assignment:
+                    sub.problems.append(f"feedback could not be generated ({problem})")
+    write_tables(course, subs, seed)
+    failed = [s for s in subs if s.faults]
+    for sub in subs:
+        print(f"  {sub.student} ({sub.assignment}): {'graded' if sub.graded else 'NOT GRADED'}")
+        for line in sub.problems + sub.faults:
+            print(f"    {line}")
+    print(f"Graded {sum(s.graded for s in subs)} of {len(subs)} submission(s) in {time.monotonic() - start:.0f} s "
+          f"with seed {seed} (regrade with --seed {seed}); wrote gradebook.db, grades.csv, grades_by_cell.csv, "
+          f"autograded/ and feedback/.")
+    if failed:
+        print("Could not grade fully: " + ", ".join(sorted({f"{s.student} ({s.assignment})" for s in failed})))
+        return 1
     return 0
 
 

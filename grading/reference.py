@@ -1,44 +1,76 @@
-"""The instructor's solutions, read from the source notebooks (the single place they live)."""
+"""The instructor's solutions, read from the source notebooks (the one place they live), and the
+known wrong answers of the manifest, written into them.
+
+An answer cell is found by its grade id (cell metadata); its source runs with the imports of its
+own notebook, as it would in the student's kernel.
+"""
 from __future__ import annotations
 
 import functools
-import re
 
-from helpers.exercises import EXERCISES
-from helpers.notebook_code import cell_source, read_notebook, run_statements
+from helpers.cells import cell_source, find_cell, read_notebook, without_solution_markers
+from helpers.notebook_code import import_statements, run_statements
 
-from . import SOURCE
-
-
-def notebook_path(exercise: str):
-    """The source notebook that holds an exercise."""
-    return SOURCE / f"{EXERCISES[exercise].notebook}.ipynb"
-
-
-def solution_source(exercise: str) -> str:
-    """The answer cell of an exercise, as written in the source notebook (solution markers removed)."""
-    pattern = re.compile(rf"^(def|class) {re.escape(exercise)}\b", re.MULTILINE)
-    for cell in read_notebook(notebook_path(exercise))["cells"]:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        source = cell_source(cell)
-        if meta.get("solution") and pattern.search(source):
-            return "\n".join(line for line in source.splitlines()
-                             if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")) + "\n"
-    raise LookupError(f"No answer cell defines {exercise} in {notebook_path(exercise).name}.")
-
-
-PRELUDE = "import math\nimport torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
-
-
-def define(source: str, name: str):
-    """Run one answer cell's source with the course's usual imports and return what it defines."""
-    namespace, errors = run_statements([PRELUDE, source])
-    if errors:
-        raise RuntimeError(f"Defining {name} failed: {errors}")
-    return namespace[name]
+from .manifest import Course, Item
 
 
 @functools.lru_cache(maxsize=None)
-def reference(exercise: str):
-    """The reference solution of an exercise: a function or a class."""
-    return define(solution_source(exercise), exercise)
+def _notebook(path) -> dict:
+    return read_notebook(path)
+
+
+def answer_source(course: Course, item: Item) -> str:
+    """The answer cell of an item as written in the source notebook, without solution markers."""
+    path = course.source_notebook(item.notebook)
+    cell = find_cell(_notebook(path), item.answer_cell)
+    if cell is None:
+        raise LookupError(f"{path.name} has no answer cell with grade id {item.answer_cell!r} (course.toml, "
+                          f"item {item.name!r}).")
+    return without_solution_markers(cell_source(cell))
+
+
+def notebook_imports(course: Course, notebook: str) -> list[str]:
+    """The import statements of a source notebook's code cells."""
+    return import_statements(_notebook(course.source_notebook(notebook)))
+
+
+def define(course: Course, item: Item, source: str):
+    """Run one answer cell's source with its notebook's imports; return what it defines."""
+    namespace, errors = run_statements([*notebook_imports(course, item.notebook), source])
+    if errors:
+        raise RuntimeError(f"Defining {item.variable} failed: {errors}")
+    return namespace[item.variable]
+
+
+def reference(course: Course, item: Item):
+    """The reference solution of an exercise (a function or a class), or a question's answer."""
+    return _reference(course, item.name)
+
+
+@functools.lru_cache(maxsize=None)
+def _reference(course: Course, name: str):
+    item = course.item(name)
+    return define(course, item, answer_source(course, item))
+
+
+def mistake_source(course: Course, item: Item, mistake: str) -> str:
+    """The answer cell of an item with one catalogued mistake written into it (for a question: the
+    wrong option as the answer)."""
+    if item.is_choice:
+        return f"{item.variable} = {mistake!r}\n"
+    source = answer_source(course, item)
+    for old, new in item.mistakes[mistake].edits:
+        if old not in source:
+            raise LookupError(f"Mistake {item.name}/{mistake}: {old!r} is not in the solution.")
+        source = source.replace(old, new)
+    return source
+
+
+def mistaken(course: Course, item: Item, mistake: str):
+    """The function or class of an exercise with one mistake in it."""
+    return define(course, item, mistake_source(course, item, mistake))
+
+
+def catalogue(course: Course) -> list[tuple[Item, str]]:
+    """Every (item, wrong answer) pair: each catalogued mistake and each wrong option of a question."""
+    return [(item, m) for item in course.items for m in (item.wrong_options if item.is_choice else item.mistakes)]

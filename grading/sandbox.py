@@ -1,157 +1,307 @@
-"""Run a student's definitions on test inputs in a fresh process, and hand back plain numbers.
+"""The trusted grader's sandbox: run a student's definitions on test inputs, hand back numbers.
 
-    python -m grading.sandbox REQUEST_DIR
+The grader starts this program confined (`grading.confine`), feeding its source on stdin, so
+no file of the grading code is readable from inside:
 
-The grader writes `REQUEST_DIR/request.json` (units: the notebooks to read, each with its
-source notebook, its slice of the cases and the names of values to report) and `REQUEST_DIR/inputs.npz` (test inputs only, no expected results). This
-process takes the notebook's definitions (functions, classes, imports and constants, via `ast`;
-never the test cells, never top-level actions), calls them on the inputs and writes
-`REQUEST_DIR/outputs.npz`: results as plain arrays, and a JSON index of errors, problems,
-changed inputs and forbidden built-ins seen at run time. Nothing the student's code does here
-can reach the grader: the grader compares these numbers with its own reference, in its own
-process. The grader also limits this process's time and memory.
+    python -I - WORK_DIR < sandbox.py
+
+`WORK_DIR/request.json` names the student's notebooks, the exercises to run in each and the
+limits; `WORK_DIR/inputs.npz` holds the test inputs (never expected results). This process,
+the driver, never runs student code. For each notebook it forks a child that takes the
+notebook's definitions (functions, classes, imports, constants; never test cells or top-level
+actions), then calls each exercise on its cases. The child's results come back through a pipe
+as plain arrays; the inputs live in memory shared with the driver, which compares them itself
+after every call. A child that hangs, dies or grows past its memory cap costs only the
+exercise it was running (a fresh child carries on with the next one). Only the driver holds
+the channel to the grader (its stdout): the children write to a log file, and the driver is
+not dumpable, so they cannot reach its memory or file descriptors. What comes back is data:
+the grader judges it in its own process.
 """
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import io
 import json
+import mmap
 import os
 import resource
+import select
+import signal
+import struct
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
-import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import SOURCE  # noqa: F401  (puts the trusted helpers on sys.path)
-from helpers.exercises import EXERCISES, Case, run_case  # noqa: E402
-from helpers.notebook_code import course_cell_sources, notebook_statements, read_notebook, run_statements  # noqa: E402
-
+PR_SET_DUMPABLE = 4
 FORBIDDEN_OPS = ("scaled_dot_product", "_native_multi_head_attention", "multi_head_attention")
 
 
-class OpRecorder(TorchDispatchMode):
-    """Records the names of the ATen operators that run, to see built-in attention however it is reached."""
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        # Nothing is compiled here, so torch need not wrap this mode for TorchDynamo; the
-        # wrapping would import torch._dynamo (2-3 s) in every sandbox.
-        return False
-
-    def __init__(self):
-        super().__init__()
-        self.seen: set[str] = set()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = str(func)
-        if any(op in name for op in FORBIDDEN_OPS):
-            self.seen.add(name)
-        return func(*args, **(kwargs or {}))
+def _not_dumpable() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-class ForbiddenBuiltIn(Exception):
-    """Raised in place of a built-in that an exercise forbids."""
+# --------------------------------------------------------------------------- framing
+
+def _send(fd: int, header: dict, arrays: dict[str, np.ndarray]) -> None:
+    buffer = io.BytesIO()
+    header = {**header, "arrays": list(arrays)}
+    for array in arrays.values():
+        part = io.BytesIO()
+        np.lib.format.write_array(part, np.ascontiguousarray(array), allow_pickle=False)
+        data = part.getvalue()
+        buffer.write(struct.pack("<Q", len(data)) + data)
+    head = json.dumps(header, default=str).encode()
+    message = struct.pack("<Q", len(head)) + head + buffer.getvalue()
+    view = memoryview(struct.pack("<Q", len(message)) + message)
+    while view:
+        view = view[os.write(fd, view):]
 
 
-class Traps:
-    """Make nn.MultiheadAttention unusable while an exercise that forbids it runs."""
+class _Reader:
+    """Reads framed messages from a child's pipe, with a deadline."""
 
-    def __init__(self):
-        self.used: set[str] = set()
-        self.saved = (torch.nn.MultiheadAttention.forward, torch.nn.functional.multi_head_attention_forward)
+    def __init__(self, fd: int):
+        self.fd, self.buffer = fd, b""
 
-    def _trapped(self, *args, **kwargs):
-        self.used.add("nn.MultiheadAttention")
-        raise ForbiddenBuiltIn("nn.MultiheadAttention is not allowed in this exercise")
+    def read(self, deadline: float, alive) -> tuple[dict, dict] | str:
+        """A message, or "eof" / "timeout" / a reason from `alive()`."""
+        while True:
+            if len(self.buffer) >= 8:
+                size = struct.unpack("<Q", self.buffer[:8])[0]
+                if len(self.buffer) >= 8 + size:
+                    message, self.buffer = self.buffer[8:8 + size], self.buffer[8 + size:]
+                    return _decode(message)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            ready, _, _ = select.select([self.fd], [], [], min(left, 0.05))
+            if ready:
+                chunk = os.read(self.fd, 1 << 20)
+                if not chunk:
+                    return "eof"
+                self.buffer += chunk
+            else:
+                reason = alive()
+                if reason:
+                    return reason
 
-    def __enter__(self):
-        torch.nn.MultiheadAttention.forward = self._trapped
-        torch.nn.functional.multi_head_attention_forward = self._trapped
-        return self
 
-    def __exit__(self, *exc):
-        torch.nn.MultiheadAttention.forward, torch.nn.functional.multi_head_attention_forward = self.saved
+def _decode(message: bytes) -> tuple[dict, dict]:
+    size = struct.unpack("<Q", message[:8])[0]
+    header = json.loads(message[8:8 + size])
+    arrays, at = {}, 8 + size
+    for key in header.pop("arrays"):
+        length = struct.unpack("<Q", message[at:at + 8])[0]
+        arrays[key] = np.lib.format.read_array(io.BytesIO(message[at + 8:at + 8 + length]), allow_pickle=False)
+        at += 8 + length
+    return header, arrays
 
+
+# --------------------------------------------------------------------------- the child
 
 def _plain(value) -> np.ndarray | None:
     """A tensor's numbers as a plain float64 array, whatever class the tensor claims to be."""
+    import torch
     if not isinstance(value, torch.Tensor):
         return None
     plain = torch.Tensor._make_subclass(torch.Tensor, value.detach()) if type(value) is not torch.Tensor else value
     return np.array(plain.detach().cpu().to(torch.float64).numpy(), dtype=np.float64, copy=True)
 
 
-def _run_one(i: int, case: Case, namespace: dict, traps, arrays: dict) -> dict:
-    """Run one case; its results go into `arrays`, everything else into the returned entry."""
-    entry = {"defined": case.exercise in namespace, "results": None, "error": None, "problem": None,
-             "mistake": None, "changed_inputs": [], "forbidden": []}
-    if not entry["defined"]:
-        return entry
-    recorder = OpRecorder()
-    if traps is not None:
-        traps.used.clear()
+def _child(unit: dict, exercises: list[str], cases: list, specs: dict, fd: int, log: str, cpu_seconds: int) -> None:
+    """Runs in the forked child: define the notebook, run the exercises, report case by case."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from helpers.exercises import CALLS, StructureProblem
+    from helpers.notebook_code import run_statements
+
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    for other in range(3, 1024):      # nothing but the pipe to the driver stays open
+        if other not in (fd, out):
+            with contextlib.suppress(OSError):
+                os.close(other)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+
+    class OpRecorder(TorchDispatchMode):
+        """Notes built-in attention operators as they run (a backstop to the grader's static policy)."""
+
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False
+
+        def __init__(self):
+            super().__init__()
+            self.seen: set[str] = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if any(op in str(func) for op in FORBIDDEN_OPS):
+                self.seen.add(str(func))
+            return func(*args, **(kwargs or {}))
+
+    namespace, errors = run_statements(unit["statements"])
+    torch.set_grad_enabled(True)
+    for exercise in exercises:
+        spec = specs[exercise]
+        _send(fd, {"start": exercise, "definition_errors": errors}, {})
+        for index, case in cases:
+            if case.exercise != exercise:
+                continue
+            entry = {"case": index, "defined": exercise in namespace, "results": None, "dtypes": None,
+                     "error": None, "problem": None, "mistake": None, "ops": []}
+            arrays: dict[str, np.ndarray] = {}
+            if entry["defined"]:
+                recorder = OpRecorder()
+                try:
+                    with recorder:
+                        results = CALLS[spec["call"]](spec, namespace[exercise], case)
+                    entry["results"], entry["dtypes"] = [], []
+                    for j, value in enumerate(results):
+                        plain = _plain(value)
+                        entry["results"].append(type(value).__name__ if plain is None else f"r{j}")
+                        entry["dtypes"].append(str(value.dtype) if plain is not None else None)
+                        if plain is not None:
+                            arrays[f"r{j}"] = plain
+                except StructureProblem as problem:
+                    entry["problem"], entry["mistake"] = str(problem), problem.mistake
+                except BaseException as exc:  # noqa: BLE001 - SystemExit and friends included
+                    entry["error"] = [type(exc).__name__, str(exc)[:500]]
+                entry["ops"] = sorted(recorder.seen)
+            _send(fd, entry, arrays)
+    _send(fd, {"done": True}, {})
+
+
+# --------------------------------------------------------------------------- the driver
+
+def _shared_cases(data, index: list) -> tuple[list, dict, mmap.mmap]:
+    """The cases with their input tensors in one shared memory block, and a private copy of it."""
+    import torch
+    from helpers.exercises import Case
+
+    keys = [(n, name, key) for n, c in enumerate(index) for name, key in c["tensors"].items()]
+    arrays = {key: np.ascontiguousarray(data[key]) for _, _, key in keys}
+    total = sum(a.nbytes for a in arrays.values()) or 1
+    block = mmap.mmap(-1, total)
+    offsets, at = {}, 0
+    for key, array in arrays.items():
+        block[at:at + array.nbytes] = array.tobytes()
+        offsets[key] = (at, array.nbytes)
+        at += array.nbytes
+    cases = []
+    for n, c in enumerate(index):
+        tensors = {}
+        for name, key in c["tensors"].items():
+            start, size = offsets[key]
+            view = np.frombuffer(block, dtype=arrays[key].dtype, count=arrays[key].size, offset=start)
+            tensors[name] = torch.from_numpy(view.reshape(arrays[key].shape))
+        cases.append((n, Case(c["exercise"], c["name"], tensors, c["params"], c["hidden"], c["raises"])))
+    return cases, offsets, block
+
+
+def _rss(pid: int) -> int:
     try:
-        with recorder:
-            outcome = run_case(namespace[case.exercise], case)
-    except BaseException as exc:  # noqa: BLE001 - SystemExit and friends included
-        outcome = None
-        entry["error"] = (type(exc).__name__, str(exc)[:500])
-    if outcome is not None:
-        entry.update(error=outcome.error, problem=outcome.problem, mistake=outcome.mistake,
-                     changed_inputs=outcome.changed_inputs)
-        if outcome.results is not None:
-            keys = []
-            for j, value in enumerate(outcome.results):
-                plain = _plain(value)
-                keys.append(type(value).__name__ if plain is None else f"c{i}/r{j}")
-                if plain is not None:
-                    arrays[keys[-1]] = plain
-            entry["results"] = keys
-            entry["dtypes"] = [str(v.dtype) if isinstance(v, torch.Tensor) else None for v in outcome.results]
-    if EXERCISES[case.exercise].forbidden:
-        entry["forbidden"] = sorted(recorder.seen | (traps.used if traps is not None else set()))
-    return entry
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
-def run(request_dir: Path) -> None:
-    request = json.loads((request_dir / "request.json").read_text())
-    limit_s = int(request.get("cpu_seconds", 60))
-    resource.setrlimit(resource.RLIMIT_CPU, (limit_s, limit_s + 5))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # The student's prints and warnings go to a file, never into our answer.
-    log = open(request_dir / "student_output.txt", "w")
-    os.dup2(log.fileno(), 1)
-    os.dup2(log.fileno(), 2)
+def _why(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"the Python process running it died ({signal.Signals(os.WTERMSIG(status)).name})"
+    return f"the Python process running it exited with code {os.WEXITSTATUS(status)} (os._exit or a crash)"
 
-    with np.load(request_dir / "inputs.npz", allow_pickle=False) as data:
+
+def drive(work: Path) -> dict:
+    """Run every unit of the request; returns the report (plain data) and the arrays."""
+    import torch  # noqa: F401 - imported once here, before any fork
+    from helpers import course
+
+    request = json.loads((work / "request.json").read_text())
+    course.install({"items": list(request["specs"].values())})
+    with np.load(work / "inputs.npz", allow_pickle=False) as data:
         index = json.loads(str(data["index"]))
-        cases = [Case(c["exercise"], c["name"], {k: torch.from_numpy(np.array(data[v])) for k, v in c["tensors"].items()},
-                      c["params"], c["hidden"], c["raises"]) for c in index]
-
-    (request_dir / "started").touch()  # the time limit counts from here: the student's code begins
-    arrays: dict[str, np.ndarray] = {}
-    report = {"units": [], "cases": []}
+        cases, offsets, block = _shared_cases(data, index)
+    original = bytes(block)
+    log = str(work / "student_output.txt")
+    report: dict = {"cases": {}, "exercises": {}}
+    arrays_out: dict[str, np.ndarray] = {}
+    memory, seconds = int(request["memory"]), float(request["seconds"])
     for unit in request["units"]:
-        own = cases[unit["first"]:unit["first"] + unit["count"]]
-        forbidden = any(EXERCISES[c.exercise].forbidden for c in own)
-        with (Traps() if forbidden else contextlib.nullcontext()) as traps:
-            # Each notebook's definitions in a namespace of its own, as in its own kernel.
-            course = read_notebook(unit["source"])
-            statements = notebook_statements(read_notebook(unit["notebook"]), course_cell_sources(course))
-            namespace, definition_errors = run_statements(statements)
-            torch.set_grad_enabled(True)
-            values = {}
-            for name in unit["values"]:
-                value = namespace.get(name)
-                values[name] = value if isinstance(value, (str, int, float, bool)) or value is None else repr(value)
-            report["units"].append({"definition_errors": definition_errors, "values": values})
-            for i, case in enumerate(own, start=unit["first"]):
-                report["cases"].append(_run_one(i, case, namespace, traps, arrays))
-    arrays["report"] = np.array(json.dumps(report, default=str))
-    np.savez(request_dir / "outputs.npz", **arrays)
+        pending = list(unit["exercises"])
+        while pending:
+            read_fd, write_fd = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: never returns
+                os.close(read_fd)
+                try:
+                    _child(unit, pending, cases, request["specs"], write_fd, log, int(seconds) + 5)
+                    os._exit(0)
+                except BaseException:  # noqa: BLE001
+                    os._exit(70)
+            os.close(write_fd)
+            reader, current, started, status = _Reader(read_fd), None, time.monotonic(), None
+            too_big = []
+
+            def alive() -> str:
+                if _rss(pid) > memory:
+                    too_big.append(True)
+                    os.kill(pid, signal.SIGKILL)
+                    return "memory"
+                return ""
+
+            while True:
+                message = reader.read(started + seconds if current else time.monotonic() + 120, alive)
+                if isinstance(message, str):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                    _, status = os.waitpid(pid, 0)
+                    failed = current or pending[0]
+                    reason = (f"it used more than {memory / 2 ** 30:.1f} GiB of memory and was stopped" if too_big
+                              else f"it ran longer than {seconds:.0f} s (an endless loop or a long sleep?) and "
+                                   f"was stopped" if message == "timeout" else _why(status))
+                    report["exercises"][failed] = {"failed": reason}
+                    pending = pending[pending.index(failed) + 1:]
+                    break
+                header, arrays = message
+                if header.get("done"):
+                    os.waitpid(pid, 0)
+                    pending = []
+                    break
+                if "start" in header:
+                    current, started = header["start"], time.monotonic()
+                    report["exercises"][current] = {"definition_errors": header["definition_errors"]}
+                    continue
+                n = header["case"]
+                changed = [name for name, key in index[n]["tensors"].items()
+                           if block[offsets[key][0]:sum(offsets[key])] != original[offsets[key][0]:sum(offsets[key])]]
+                header["changed_inputs"] = changed
+                for name in changed:   # the next child starts from the inputs as they were
+                    start, size = offsets[index[n]["tensors"][name]]
+                    block[start:start + size] = original[start:start + size]
+                report["cases"][str(n)] = header
+                for key, array in arrays.items():
+                    arrays_out[f"c{n}/{key}"] = array
+            os.close(read_fd)
+    return {"report": report, "arrays": arrays_out}
+
+
+def main() -> None:
+    _not_dumpable()
+    work = Path(sys.argv[1])
+    request = json.loads((work / "request.json").read_text())
+    sys.path.insert(0, request["helpers_parent"])
+    result = drive(work)
+    buffer = io.BytesIO()
+    np.savez(buffer, report=np.array(json.dumps(result["report"])), **result["arrays"])
+    sys.stdout.buffer.write(buffer.getvalue())
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
-    run(Path(sys.argv[1]))
+    main()

@@ -1,48 +1,61 @@
-"""The trusted verdict on one submitted notebook.
+"""The trusted verdict on a student's submission.
 
-The grader never runs student code in its own process. For each notebook it generates fresh test
-cases from a grading seed, computes the expected results with the reference solutions, sends
-only the inputs to a sandbox process (`grading.sandbox`) limited in time and memory, and judges
-the plain numbers that come back with the same staged checks the students see. A sandbox that
-dies, hangs or takes too much memory gives 0 for what it was running, with the reason.
+Nothing the student's code does can change it. For each graded notebook the grader:
+- reads a question's answer from its answer cell without running anything (a literal);
+- for exercises, takes the notebook's definitions with `ast`, holds them to the static policy
+  when the exercise forbids built-ins (`grading.policy`), draws fresh cases from the grading
+  seed, and sends only the inputs to the sandbox (`grading.sandbox`), which runs confined
+  (`grading.confine`) in the student's workspace;
+- judges the numbers that come back with the same staged checks the students see, in its own
+  process and in the submission's language.
+A fault of the grader itself while judging one answer costs only that cell (0, with the reason)
+and is reported as a fault, so the teacher hears of it.
 """
 from __future__ import annotations
 
+import ast
 import functools
+import io
 import json
-import os
-import re
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import REPO, SOURCE
+from helpers import course as student_course
+from helpers.casefile import save_cases
+from helpers.cells import cell_source, find_cell, is_test_cell, read_notebook
+from helpers.checks import judge, normalise_option
+from helpers.exercises import Case, Outcome
+from helpers.i18n import _, using
+from helpers.notebook_code import course_cell_sources, notebook_statements
+
+from . import confine
+from .build import expected_results
 from .cases import all_cases
-from .fixtures import in_float64, results_of
-from .limits import Limits, watch
-from .reference import define, reference
+from .limits import watch
+from .manifest import Course, Item
+from .policy import allowed_import, refusal, violations
+from .settings import Grading
+from .workspace import Workspace
 
-from helpers.casefile import save_cases  # noqa: E402
-from helpers.checks import judge  # noqa: E402
-from helpers.exercises import EXERCISES, Case, Outcome  # noqa: E402
-from helpers.notebook_code import cell_source, course_cell_sources, forbidden_uses, is_test_cell, notebook_statements, read_notebook  # noqa: E402
+SANDBOX = Path(__file__).with_name("sandbox.py")
+STARTUP_SECONDS = 120   # starting Python and importing torch inside the sandbox, on a busy machine
 
-QUICK_CHECK = "quick_check_answer"
+
+class ConfinementFailed(Exception):
+    """The confinement could not be set up: the student is not graded (never unconfined)."""
 
 
 @dataclass(frozen=True)
 class TestCell:
-    """A graded test cell of the source: what it checks and what it is worth."""
+    """A graded test cell: the item it grades and what it is worth."""
     notebook: str
     grade_id: str
-    target: str       # an exercise of the contract, or QUICK_CHECK
+    item: str
     points: float
 
 
@@ -51,139 +64,133 @@ class Verdict:
     """The trusted result of one test cell."""
     cell: TestCell
     score: float
-    reason: str       # empty when full marks
+    reason: str            # empty when full marks
+    fault: bool = False    # the grader itself failed on this cell
 
 
-@functools.lru_cache(maxsize=None)
-def test_cells(notebook: str) -> tuple[TestCell, ...]:
-    """The graded test cells of a source notebook, in order."""
-    cells = []
-    for cell in read_notebook(SOURCE / f"{notebook}.ipynb")["cells"]:
-        if cell.get("cell_type") == "code" and is_test_cell(cell):
-            meta = cell["metadata"]["nbgrader"]
-            match = re.search(r"check_\w+\((\w+)", cell_source(cell))
-            if not match:
-                raise LookupError(f"Test cell {meta['grade_id']} of {notebook} names no exercise.")
-            cells.append(TestCell(notebook, meta["grade_id"], match.group(1), float(meta["points"])))
-    return tuple(cells)
+def test_cells(course: Course, notebook: str) -> list[TestCell]:
+    """The graded test cells of a notebook, from the manifest."""
+    return [TestCell(notebook, item.test_cell, item.name, item.points) for item in course.items_in(notebook)]
 
 
-def target_cell(target: str) -> tuple[str, str]:
-    """(notebook, grade_id) of the test cell that grades an exercise or the quick check."""
-    for path in sorted(SOURCE.glob("0*.ipynb")):
-        for cell in test_cells(path.stem):
-            if cell.target == target:
-                return path.stem, cell.grade_id
-    raise LookupError(f"No test cell grades {target}.")
-
-
-def graded_notebooks() -> list[str]:
-    """The source notebooks with graded cells, by name."""
-    return [p.stem for p in sorted(SOURCE.glob("0*.ipynb")) if test_cells(p.stem)]
-
-
-@functools.lru_cache(maxsize=None)
-def quick_check_answer() -> str:
-    """The right answer of the multiple-choice cell, read from the source."""
-    for cell in read_notebook(SOURCE / "01_scaling_problem.ipynb")["cells"]:
-        if QUICK_CHECK in cell_source(cell) and cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
-            source = "\n".join(line for line in cell_source(cell).splitlines() if "###" not in line)
-            return define(source, QUICK_CHECK)
-    raise LookupError("no quick check answer in the source")
-
-
-@functools.lru_cache(maxsize=None)
-def grading_cases(seed: int) -> tuple[Case, ...]:
-    """Fresh cases from `seed`, visible and hidden shapes alike, with reference results."""
-    cases = all_cases(seed)
+@functools.lru_cache(maxsize=8)
+def grading_cases(course: Course, seed: int) -> tuple[Case, ...]:
+    """Fresh cases from `seed`, visible and hidden kinds alike, with the reference results."""
+    views = {i["name"]: i for i in course.student_view()["items"]}
+    cases = all_cases(course, seed)
     for case in cases:
         if not case.raises:
-            case.expected = results_of(reference(case.exercise), in_float64(case))
+            case.expected = expected_results(course, case, views[case.exercise])
     return tuple(cases)
 
 
-def _normalise_answer(value) -> str:
-    return str(value).strip().upper().strip("()\"'. ")
+# ----------------------------------------------------------------------------- questions
+
+def choice_answer(notebook: dict, item: Item):
+    """The literal a notebook's answer cell gives a question's variable (None when there is none).
+    Read with ast, never run."""
+    cells = [find_cell(notebook, item.answer_cell)]
+    cells += [c for c in notebook.get("cells", []) if c.get("cell_type") == "code" and not is_test_cell(c)]
+    for cell in cells:
+        if cell is None:
+            continue
+        try:
+            tree = ast.parse(cell_source(cell))
+        except SyntaxError:
+            continue
+        for node in reversed(tree.body):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id == item.variable):
+                try:
+                    return ast.literal_eval(node.value)
+                except ValueError:
+                    return ast.unparse(node.value)
+    return None
 
 
-# ----------------------------------------------------------------------------- the sandbox
+def judge_choice(item: Item, value) -> tuple[float, str]:
+    if value is None:
+        return 0.0, _("No answer: {variable} is not set.").format(variable=item.variable)
+    if normalise_option(value) == item.answer:
+        return item.points, ""
+    return 0.0, _("The answer {value!r} is not the right one.").format(value=value)
 
-class SandboxFailed(Exception):
-    """The sandbox did not finish: the message says why, in words for the student."""
 
-
-def _explain_exit(proc: subprocess.Popen) -> str:
-    if proc.returncode < 0:
-        return f"the Python process running it died ({signal.Signals(-proc.returncode).name})"
-    if proc.returncode != 0:
-        return f"the Python process running it exited with code {proc.returncode} (os._exit or a crash)"
-    return ""
-
+# ----------------------------------------------------------------------------- exercises
 
 @dataclass
 class Unit:
-    """One notebook to judge in a sandbox: its file, its source, and the cases of its exercises."""
+    """One notebook's exercises to run in the sandbox."""
     notebook: str
-    path: Path
-    targets: list[str]
-    cases: list[Case]
-
-    @property
-    def values(self) -> list[str]:
-        return [t for t in self.targets if t == QUICK_CHECK]
-
-    def only(self, target: str) -> "Unit":
-        return Unit(self.notebook, self.path, [target], [c for c in self.cases if c.exercise == target])
+    statements: list[str]
+    exercises: list[str]
 
 
-def run_sandbox(units: list[Unit], limits: Limits) -> list[dict]:
-    """Run the notebooks' definitions on their cases in one limited process; one report per unit."""
-    work = Path(tempfile.mkdtemp(prefix="sandbox-"))
-    try:
-        cases, request = [], []
-        for unit in units:
-            request.append({"notebook": str(unit.path.resolve()), "source": str(SOURCE / f"{unit.notebook}.ipynb"),
-                            "values": unit.values, "first": len(cases), "count": len(unit.cases)})
-            cases += unit.cases
-        save_cases(cases, work / "inputs.npz")
-        (work / "request.json").write_text(json.dumps({"units": request, "cpu_seconds": int(limits.seconds) + 5}))
-        # The process starts in an empty folder: what the student's code can find around it
-        # (the released case file, say) holds other inputs than these.
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("JPY", "JUPYTER"))}
-        env.update(PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
-        proc = subprocess.Popen([sys.executable, "-m", "grading.sandbox", str(work)], cwd=work, env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
-        problem = watch(proc, limits.memory, limits.seconds, started=(work / "started").exists)
+def statements_of(course: Course, notebook: str, path: Path, forbidding: bool) -> tuple[list[str], list[str]]:
+    """(the definitions the sandbox runs for a submitted notebook, the student's part of them).
+
+    Test cells and top-level actions are left out. For a notebook whose exercises forbid the
+    built-ins, the course's own cells contribute only their imports of the modules attention
+    needs (not the course's helpers or demo functions, which may use a built-in)."""
+    course_cells = course_cell_sources(read_notebook(course.source_notebook(notebook)))
+    submitted = read_notebook(path)
+    student = notebook_statements(submitted, course_cells, which="student")
+    ours = notebook_statements(submitted, course_cells, which="course")
+    if forbidding:
+        ours = [s for s in ours if allowed_import(s)]
+    return ours + student, student
+
+
+def run_sandbox(units: list[Unit], cases: list[Case], workspace: Workspace, course: Course, settings: Grading,
+                layers: list[str]) -> tuple[dict, dict]:
+    """Run the units confined; returns (report, arrays). Raises SandboxFailed or ConfinementFailed."""
+    work = workspace.sandbox
+    save_cases(cases, work / "inputs.npz")
+    views = {i["name"]: i for i in course.student_view()["items"]}
+    request = {"units": [{"notebook": u.notebook, "statements": u.statements, "exercises": u.exercises}
+                         for u in units],
+               "specs": {name: views[name] for u in units for name in u.exercises},
+               "memory": int(settings.memory_gib * 2 ** 30), "seconds": settings.seconds,
+               "helpers_parent": str(workspace.folder)}
+    (work / "request.json").write_text(json.dumps(request))
+    argv = confine.command(workspace.policy(settings, layers), [sys.executable, "-I", "-", str(work)],
+                           str(workspace.root.parent / f"{workspace.root.name}.sandbox-policy.json"))
+    exercises = sum(len(u.exercises) for u in units)
+    with open(work.parent / "sandbox-stdout", "w+b") as out, open(work.parent / "sandbox-stderr", "w+b") as err:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, start_new_session=True)
+        proc.stdin.write(SANDBOX.read_bytes())
+        proc.stdin.close()
+        # The driver limits each exercise; this is the backstop for the whole run.
+        problem = watch(proc, int(settings.memory_gib * 2 ** 30) + 2 ** 30,
+                        STARTUP_SECONDS + exercises * (settings.seconds + 10))
         proc.wait()
-        problem = problem or _explain_exit(proc)
-        if problem:
-            log = work / "student_output.txt"
-            last = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-            raise SandboxFailed(problem + (f"; its last words: {last[0][:200]}" if last else ""))
-        if not (work / "outputs.npz").exists():
-            raise SandboxFailed("the Python process running it stopped before reporting")
-        with np.load(work / "outputs.npz", allow_pickle=False) as data:
-            report = json.loads(str(data["report"]))
-            arrays = {k: torch.from_numpy(np.array(data[k])) for k in data.files if k != "report"}
-        return [{**report["units"][n], "arrays": arrays,
-                 "cases": report["cases"][r["first"]:r["first"] + r["count"]]} for n, r in enumerate(request)]
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        out.seek(0)
+        err.seek(0)
+        output, errors = out.read(), err.read().decode(errors="replace")
+    refused = [line for line in errors.splitlines() if line.startswith("confine: ")]
+    if proc.returncode == confine.EXIT_UNAVAILABLE or refused:
+        raise ConfinementFailed((refused or ["confine: the confinement could not be set up"])[-1])
+    if problem or proc.returncode != 0 or not output:
+        raise SandboxFailed(problem or f"the sandbox exited with code {proc.returncode}: {errors.strip()[-300:]}")
+    with np.load(io.BytesIO(output), allow_pickle=False) as data:
+        report = json.loads(str(data["report"]))
+        arrays = {k: torch.from_numpy(np.array(data[k])) for k in data.files if k != "report"}
+    return report, arrays
 
 
-# ----------------------------------------------------------------------------- judging
+class SandboxFailed(Exception):
+    """The sandbox as a whole did not finish (each exercise's own failures are in its report)."""
 
-def _outcome(case: Case, entry: dict, arrays: dict) -> Outcome:
+
+def _outcome(index: int, entry: dict, arrays: dict) -> Outcome:
     outcome = Outcome(error=tuple(entry["error"]) if entry["error"] else None, problem=entry["problem"],
-                      mistake=entry["mistake"], changed_inputs=entry["changed_inputs"])
+                      mistake=entry["mistake"], changed_inputs=list(entry.get("changed_inputs", [])))
     if entry["results"] is not None:
         results = []
-        for key, dtype in zip(entry["results"], entry.get("dtypes", [])):
-            if key in arrays:
-                results.append(arrays[key].to(getattr(torch, dtype.replace("torch.", ""))))
-            else:
-                results.append(_NotATensor(key))
+        for key, dtype in zip(entry["results"], entry["dtypes"]):
+            array = arrays.get(f"c{index}/{key}")
+            results.append(_NotATensor(key) if array is None or dtype is None
+                           else array.to(getattr(torch, str(dtype).replace("torch.", ""))))
         outcome.results = tuple(results)
     return outcome
 
@@ -198,107 +205,102 @@ class _NotATensor:
         return self.type_name
 
 
-def judge_exercise(exercise: str, cases: list[Case], report: dict) -> str:
+def judge_exercise(item: Item, cases: list[tuple[int, Case]], report: dict, arrays: dict) -> str:
     """The first failure message for an exercise, or '' when every case passes."""
-    for case, entry in zip(cases, report["cases"]):
+    ran = report["exercises"].get(item.name, {})
+    if "failed" in ran:
+        return _("While running `{name}`, {reason}.").format(name=item.name, reason=_(ran["failed"]))
+    for index, case in cases:
+        entry = report["cases"].get(str(index))
+        if entry is None:
+            return _("`{name}` was not run (the sandbox stopped before it).").format(name=item.name)
         if not entry["defined"]:
-            return f"`{exercise}` is not defined in this notebook."
-        if entry["forbidden"]:
-            return (f"`{exercise}` used a built-in this exercise forbids ({entry['forbidden'][0]}); "
-                    f"it earns no marks here.")
-        message = judge(case, _outcome(case, entry, report["arrays"]))
+            return _("`{name}` is not defined in this notebook.").format(name=item.name)
+        if entry.get("ops"):
+            return _("`{name}` used a built-in this exercise forbids ({op}); it earns no marks here.").format(
+                name=item.name, op=entry["ops"][0])
+        message = judge(case, _outcome(index, entry, arrays))
         if message:
             return message
     return ""
 
 
-def static_forbidden(notebook_path: Path, exercise: str, source: Path) -> list[str]:
-    """Forbidden built-ins named anywhere in the student's definitions."""
-    names = EXERCISES[exercise].forbidden
-    if not names:
-        return []
-    course = course_cell_sources(read_notebook(source))
-    source = "\n".join(notebook_statements(read_notebook(notebook_path), course))
-    return forbidden_uses(source, names, own_name=exercise)
+# ----------------------------------------------------------------------------- a whole student
 
+def grade_student(course: Course, paths: dict[str, Path], seed: int, settings: Grading, layers: list[str],
+                  workspace: Workspace, language: str = "en") -> dict[str, list[Verdict]]:
+    """The trusted verdict on every test cell of a student's notebooks (by notebook name).
 
-def _verdicts(unit: Unit, cells: tuple[TestCell, ...], reports: dict[str, dict], reasons: dict[str, str]) -> list[Verdict]:
-    verdicts = []
-    for cell in cells:
-        target = cell.target
-        if target in reasons:
-            verdicts.append(Verdict(cell, 0.0, reasons[target]))
-            continue
-        report = reports[target]
-        if target == QUICK_CHECK:
-            given = report["values"].get(QUICK_CHECK)
-            right = given is not None and _normalise_answer(given) == _normalise_answer(quick_check_answer())
-            reason = ("" if right else "No answer: quick_check_answer is not set." if given is None
-                      else f"The answer {given!r} is not the right one.")
-            verdicts.append(Verdict(cell, cell.points if right else 0.0, reason))
-            continue
-        found = static_forbidden(unit.path, target, SOURCE / f"{unit.notebook}.ipynb")
-        if found:
-            verdicts.append(Verdict(cell, 0.0, f"`{target}` uses {found[0]}, which this exercise forbids."))
-            continue
-        pairs = [(c, e) for c, e in zip(report["unit_cases"], report["cases"]) if c.exercise == target]
-        message = judge_exercise(target, [c for c, _ in pairs], {"cases": [e for _, e in pairs],
-                                                                 "arrays": report["arrays"]})
-        verdicts.append(Verdict(cell, 0.0 if message else cell.points, message))
-    return verdicts
-
-
-def grade_submission(paths: dict[str, Path], seed: int, limits: Limits | None = None) -> dict[str, list[Verdict]]:
-    """The trusted verdict on every test cell of a student's notebooks (by source notebook name).
-
-    All notebooks run in one sandbox process; if it breaks, each notebook runs alone, and in a
-    notebook that still breaks, each exercise alone: what broke scores 0 with the reason, the
-    rest is judged normally.
-    """
-    limits = limits or Limits()
-    verdicts: dict[str, list[Verdict]] = {}
-    units = []
-    for notebook, path in paths.items():
-        cells = test_cells(notebook)
-        if not cells:
-            continue
-        try:
-            read_notebook(path)
-        except (OSError, ValueError) as exc:
-            verdicts[notebook] = [Verdict(c, 0.0, f"The notebook could not be read ({exc}).") for c in cells]
-            continue
-        targets = [c.target for c in cells]
-        units.append(Unit(notebook, path, targets, [c for c in grading_cases(seed) if c.exercise in targets]))
-
-    def attach(unit: Unit, report: dict, reports: dict) -> None:
-        report["unit_cases"] = unit.cases
-        for target in unit.targets:
-            reports[target] = report
-
+    Raises ConfinementFailed when the sandbox could not be confined (the caller reports the
+    student and grades nothing for them)."""
+    student_course.install(course.student_view())
     try:
-        done = list(zip(units, run_sandbox(units, limits))) if units else []
-    except SandboxFailed:
-        done = []
-        for unit in units:
+        with using(language):
+            return _grade_student(course, paths, seed, settings, layers, workspace)
+    finally:
+        student_course.install(None)
+
+
+def _grade_student(course, paths, seed, settings, layers, workspace) -> dict[str, list[Verdict]]:
+    verdicts: dict[str, dict[str, Verdict]] = {}
+    units, decided = [], {}
+    for notebook in course.graded_notebooks():
+        cells = {c.item: c for c in test_cells(course, notebook)}
+        path = paths.get(notebook)
+        notebook_json = None
+        if path is not None:
             try:
-                done.append((unit, run_sandbox([unit], limits)[0]))
-            except SandboxFailed as failed:
-                reports, reasons = {}, {}
-                for target in unit.targets:  # exercise by exercise, so one cannot cost another
-                    try:
-                        attach(unit.only(target), run_sandbox([unit.only(target)], limits)[0], reports)
-                    except SandboxFailed as alone:
-                        reasons[target] = f"While running `{target}`, {alone if len(unit.targets) > 1 else failed}."
-                verdicts[unit.notebook] = _verdicts(unit, test_cells(unit.notebook), reports, reasons)
-    for unit, report in done:
-        reports: dict[str, dict] = {}
-        attach(unit, report, reports)
-        verdicts[unit.notebook] = _verdicts(unit, test_cells(unit.notebook), reports, {})
-    return verdicts
+                notebook_json = read_notebook(path)
+            except (OSError, ValueError) as exc:
+                reason = _("The notebook could not be read ({error}).").format(error=str(exc)[:200])
+                decided.update({name: Verdict(cell, 0.0, reason) for name, cell in cells.items()})
+                continue
+        if notebook_json is None:
+            decided.update({name: Verdict(cell, 0.0, _("{notebook}.ipynb was not submitted.").format(notebook=notebook))
+                            for name, cell in cells.items()})
+            continue
+        forbidding = any(item.forbid_builtins for item in course.items_in(notebook))
+        statements, own = statements_of(course, notebook, path, forbidding)
+        run = []
+        for item in course.items_in(notebook):
+            cell = cells[item.name]
+            try:
+                if item.is_choice:
+                    score, reason = judge_choice(item, choice_answer(notebook_json, item))
+                    decided[item.name] = Verdict(cell, score, reason)
+                    continue
+                if item.forbid_builtins:
+                    found = violations(own, course.forbidden)
+                    if found:
+                        decided[item.name] = Verdict(cell, 0.0, refusal(item.name, found))
+                        continue
+                run.append(item.name)
+            except Exception as exc:  # noqa: BLE001 - a grader fault costs one cell, loudly
+                decided[item.name] = _fault(cell, exc)
+        if run:
+            units.append(Unit(notebook, statements, run))
+    if units:
+        wanted = {name for u in units for name in u.exercises}
+        cases = [c for c in grading_cases(course, seed) if c.exercise in wanted]
+        try:
+            report, arrays = run_sandbox(units, cases, workspace, course, settings, layers)
+        except SandboxFailed as failed:
+            report, arrays = {"cases": {}, "exercises": {n: {"failed": str(failed)} for n in wanted}}, {}
+        indexed = list(enumerate(cases))
+        for unit in units:
+            for name in unit.exercises:
+                item = course.item(name)
+                cell = next(c for c in test_cells(course, unit.notebook) if c.item == name)
+                try:
+                    message = judge_exercise(item, [(i, c) for i, c in indexed if c.exercise == name], report, arrays)
+                    decided[name] = Verdict(cell, 0.0 if message else cell.points, message)
+                except Exception as exc:  # noqa: BLE001 - a grader fault costs one cell, loudly
+                    decided[name] = _fault(cell, exc)
+    for name, verdict in decided.items():
+        verdicts.setdefault(verdict.cell.notebook, {})[name] = verdict
+    return {nb: [verdicts[nb][c.item] for c in test_cells(course, nb)] for nb in verdicts}
 
 
-def grade_notebook(notebook_path: Path, seed: int, limits: Limits | None = None,
-                   notebook: str | None = None) -> list[Verdict]:
-    """The trusted verdict on every test cell of one submitted notebook (named like its source)."""
-    name = notebook or notebook_path.stem
-    return grade_submission({name: notebook_path}, seed, limits).get(name, [])
+def _fault(cell: TestCell, exc: Exception) -> Verdict:
+    return Verdict(cell, 0.0, _("The grader could not judge this answer ({kind}: {text}); your teacher has been "
+                                "told.").format(kind=type(exc).__name__, text=str(exc)[:200]), fault=True)

@@ -3,119 +3,148 @@ from __future__ import annotations
 
 import pytest
 
-import grading  # noqa: F401  (puts source/attention on sys.path)
-from grading.alternatives import ALTERNATIVES
-from grading.mistakes import EDITS, mistake_source, mistaken, unexplained
-from grading.reference import define, notebook_path, reference, solution_source
-from helpers.checks import QUICK_CHECK_OPTIONS, cases_for, check_exercise, check_quick_check
-from helpers.exercises import EXERCISES
-from helpers.feedback import MISTAKES, CheckFailed
+from grading.build import expected_results
+from grading.cases import all_cases
+from grading.manifest import load
+from grading.reference import answer_source, catalogue, define, mistake_source, mistaken, reference
+from helpers import course as student_course
+from helpers.checks import cases_for, check, judge, run_quietly
+from helpers.feedback import CheckFailed, mistake_message
 
-READY = [name for name in EXERCISES if notebook_path(name).exists()]
-CATALOGUE = [(e, m) for e in READY for m in EDITS[e]]
+COURSE = load()
+EXERCISES = COURSE.exercises()
+MISTAKES = [(i, m) for i, m in catalogue(COURSE) if not i.is_choice]
 
 
-def failure(name, obj, hidden=False) -> str:
-    """The message of the first failing check, or '' when all pass."""
+def failure(name, obj) -> str:
+    """The message of the first failing visible check, or '' when all pass."""
     try:
-        check_exercise(name, obj, hidden=hidden)
+        check(name, obj)
     except CheckFailed as failed:
         return str(failed)
     return ""
 
 
-@pytest.mark.parametrize("name", READY)
-def test_reference_solution_passes_visible_and_hidden_checks(name, capsys):
-    assert failure(name, reference(name)) == ""
-    assert failure(name, reference(name), hidden=True) == ""
+def hidden_failure(item, obj) -> str:
+    """The first failing hidden case (drawn like the grader draws them), or ''."""
+    student_course.install(COURSE.student_view())
+    try:
+        views = {i["name"]: i for i in COURSE.student_view()["items"]}
+        for case in all_cases(COURSE, seed=99):
+            if case.exercise == item.name and case.hidden:
+                if not case.raises:
+                    case.expected = expected_results(COURSE, case, views[item.name])
+                message = judge(case, run_quietly(obj, case))
+                if message:
+                    return message
+    finally:
+        student_course.install(None)
+    return ""
+
+
+@pytest.mark.parametrize("item", EXERCISES, ids=lambda i: i.name)
+def test_reference_solution_passes_visible_and_hidden_cases(item, capsys):
+    assert failure(item.name, reference(COURSE, item)) == ""
     assert "✓" in capsys.readouterr().out
+    assert hidden_failure(item, reference(COURSE, item)) == ""
 
 
-@pytest.mark.parametrize("name", READY)
-def test_every_exercise_has_visible_and_hidden_cases(name):
-    assert len(cases_for(name)) >= 2 and len(cases_for(name, hidden=True)) >= 3
-
-
-@pytest.mark.parametrize("name", READY)
-def test_a_blank_stub_is_reported_as_not_implemented(name):
-    stub = solution_source(name)
-    # nbgrader's stub: the solution region becomes `raise NotImplementedError()`
-    body = [line for line in stub.splitlines() if line.strip()]
-    head = body[0]
+@pytest.mark.parametrize("item", EXERCISES, ids=lambda i: i.name)
+def test_a_blank_stub_is_reported_as_not_implemented(item):
+    head = answer_source(COURSE, item).splitlines()[0]
     if head.startswith("class"):
-        source = (f"{head}\n    def __init__(self, d_model, num_heads, bias=True):\n"
-                  f"        raise NotImplementedError()\n")
+        source = f"{head}\n    def __init__(self, *args, **kwargs):\n        raise NotImplementedError()\n"
     else:
         source = f"{head}\n    raise NotImplementedError()\n"
-    message = failure(name, define(source, name))
-    assert "not implemented yet" in message
+    assert "not implemented yet" in failure(item.name, define(COURSE, item, source))
 
 
-@pytest.mark.parametrize("exercise,mistake", CATALOGUE, ids=[f"{e}-{m}" for e, m in CATALOGUE])
-def test_every_known_mistake_fails_and_is_named_when_recognised(exercise, mistake):
-    wrong = mistaken(exercise, mistake)
-    message = failure(exercise, wrong) or failure(exercise, wrong, hidden=True)
-    assert message, f"{exercise}/{mistake} passed every check"
-    if "Likely mistake:" in message:
-        assert MISTAKES[(exercise, mistake)] in message, message
+@pytest.mark.parametrize("item,mistake", MISTAKES, ids=[f"{i.name}-{m}" for i, m in MISTAKES])
+def test_every_known_mistake_fails(item, mistake):
+    wrong = mistaken(COURSE, item, mistake)
+    assert failure(item.name, wrong) or hidden_failure(item, wrong), f"{item.name}/{mistake} passed every check"
 
 
 def test_most_mistakes_are_named_by_the_visible_checks():
-    named = [(e, m) for e, m in CATALOGUE if MISTAKES[(e, m)] in failure(e, mistaken(e, m))]
-    missing = sorted(set(CATALOGUE) - set(named))
+    named = [(i.name, m) for i, m in MISTAKES if i.mistakes[m].sentence in failure(i.name, mistaken(COURSE, i, m))]
+    missing = sorted({(i.name, m) for i, m in MISTAKES} - set(named))
     # Mistakes that raise (e.g. .view after .transpose) get an error hint instead of a name.
-    assert len(named) >= 0.75 * len(CATALOGUE), f"not named: {missing}"
+    assert len(named) >= 0.8 * len(MISTAKES), f"not named: {missing}"
 
 
-def test_every_catalogued_mistake_has_a_sentence():
-    assert unexplained() == []
+def test_a_named_mistake_is_named_by_its_own_sentence():
+    """Where the message names a mistake, it is the mistake the answer carries."""
+    for item, mistake in MISTAKES:
+        message = failure(item.name, mistaken(COURSE, item, mistake))
+        others = [m.sentence for name, m in item.mistakes.items() if name != mistake and m.sentence in message]
+        assert not others, f"{item.name}/{mistake} was named as another mistake: {others}"
 
 
 def test_mistake_edits_apply_to_the_solutions():
-    for exercise, mistake in CATALOGUE:
-        assert mistake_source(exercise, mistake) != solution_source(exercise)
+    for item, mistake in MISTAKES:
+        assert mistake_source(COURSE, item, mistake) != answer_source(COURSE, item)
+
+
+def test_an_unknown_mistake_has_no_sentence_and_does_not_raise():
+    assert mistake_message("raw_scores", "no_such_mistake") == ""
+    assert mistake_message("no_such_exercise", "x") == ""
 
 
 # ------------------------------------------------------------------ fairness: other right styles
 
-@pytest.mark.parametrize("exercise,source", [(e, s) for e in READY for s in ALTERNATIVES.get(e, [])])
-def test_right_answers_in_other_styles_pass(exercise, source):
-    fn = define(source, exercise)
-    assert failure(exercise, fn) == ""
-    assert failure(exercise, fn, hidden=True) == ""
+ALTERNATIVES = [(i, s) for i in EXERCISES for s in i.alternatives]
+
+
+@pytest.mark.parametrize("item,source", ALTERNATIVES, ids=[f"{i.name}-{n}" for n, (i, _) in enumerate(ALTERNATIVES)])
+def test_right_answers_in_other_styles_pass(item, source):
+    fn = define(COURSE, item, source)
+    assert failure(item.name, fn) == ""
+    assert hidden_failure(item, fn) == ""
 
 
 def test_the_built_in_does_not_count_for_attention():
+    item = COURSE.item("scaled_dot_product_attention")
     source = ("def scaled_dot_product_attention(q, k, v, mask=None):\n"
-              "    sdpa = getattr(F, 'scaled_dot_product_attention')\n"
-              "    return sdpa(q, k, v, attn_mask=mask), None\n")
-    message = failure("scaled_dot_product_attention", define(source, "scaled_dot_product_attention"))
-    assert "built-in earns no marks" in message
+              "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None\n")
+    assert "built-in earns no marks" in failure(item.name, define(COURSE, item, source))
 
 
 def test_changing_an_input_in_place_is_reported():
+    item = COURSE.item("raw_scores")
     source = "def raw_scores(q, k):\n    q.mul_(1.0).add_(0.0)\n    k.transpose_(-2, -1)\n    return q @ k\n"
-    assert "in place" in failure("raw_scores", define(source, "raw_scores"))
+    assert "in place" in failure(item.name, define(COURSE, item, source))
 
 
 def test_passing_the_result_instead_of_the_function_is_explained():
     with pytest.raises(CheckFailed, match="Pass your function itself"):
-        check_exercise("raw_scores", 3.0)
+        check("raw_scores", 3.0)
 
 
-def test_quick_check_accepts_only_the_right_option(capsys):
-    right = [o for o in QUICK_CHECK_OPTIONS if _passes_quick_check(o)]
-    assert right == ["B"]
-    assert _passes_quick_check(" b ")
-    with pytest.raises(CheckFailed, match="one of A, B, C, D"):
-        check_quick_check("E")
+def test_an_unknown_name_lists_the_known_ones():
+    with pytest.raises(ValueError, match="raw_scores"):
+        check("raw_score", None)
+
+
+# ------------------------------------------------------------------ multiple-choice questions
+
+@pytest.mark.parametrize("item", COURSE.questions(), ids=lambda i: i.name)
+def test_a_question_accepts_only_its_right_option(item, capsys):
+    for option in item.spec["options"]:
+        if option == item.answer:
+            check(item.name, f" {option.lower()} ")
+            assert "Right" in capsys.readouterr().out
+        else:
+            with pytest.raises(CheckFailed, match=f"Not {option}"):
+                check(item.name, option)
     with pytest.raises(CheckFailed, match="one of"):
-        check_quick_check(None)
+        check(item.name, "Z")
 
 
-def _passes_quick_check(answer) -> bool:
-    try:
-        check_quick_check(answer)
-    except CheckFailed:
-        return False
-    return True
+@pytest.mark.parametrize("item", COURSE.questions(), ids=lambda i: i.name)
+def test_every_wrong_option_says_why(item):
+    assert set(item.spec.get("why_not", {})) == set(item.wrong_options)
+
+
+def test_visible_cases_come_from_the_case_file():
+    assert all(not c.hidden for c in cases_for("raw_scores")) and cases_for("raw_scores")
+    assert cases_for("raw_scores", hidden=True) == []

@@ -5,7 +5,20 @@ import pytest
 import torch
 
 import grading  # noqa: F401
-from grading.reference import notebook_path, reference
+from grading.manifest import load
+from grading.reference import reference as solution_of
+
+COURSE = load()
+
+
+def reference(name: str):
+    """The instructor's solution of an exercise, from its source notebook."""
+    return solution_of(COURSE, COURSE.item(name))
+
+
+def notebook_path(name: str):
+    """The source notebook that holds an exercise."""
+    return COURSE.source_notebook(COURSE.item(name).notebook)
 from helpers.heads_lab import HeadsLab, MissingImplementation, divisors, heads_numbers, mosaic
 
 needs_03 = pytest.mark.skipif(not notebook_path("split_heads").exists(), reason="notebook 03 not written yet")

@@ -1,10 +1,13 @@
-"""The checks a student runs on an exercise: staged, specific, and quiet when all is well.
+"""The checks a student runs: staged, specific, and quiet when all is well.
 
-`check_exercise(name, obj)` calls the student's function or class on the stored cases of
-`check_cases.npz` and judges each result in stages: it runs at all, type, shape, dtype,
-finite values, values, masked weights exactly 0, inputs unchanged. The first failure raises
+`check(name, obj)` calls the student's function or class on the stored cases of
+`check_cases.npz` and judges each result in stages: it runs at all, type, shape, dtype, finite
+values, values, masked weights exactly 0, inputs unchanged. The first failure raises
 `CheckFailed` with one short message that says what was expected, what came back, and, when
-the result matches a known wrong answer, which mistake it is.
+the result matches a known wrong answer, which mistake it is. For a multiple-choice question,
+`check(name, answer)` says whether the option is right and, if not, why not.
+
+`judge` is also what the course's grader uses, on the numbers a submission returns.
 """
 from __future__ import annotations
 
@@ -18,13 +21,21 @@ import warnings
 
 import torch
 
+from . import course
 from .casefile import load_cases
-from .exercises import EXERCISES, Case, Outcome, run_case
-from .feedback import MISTAKES, CheckFailed, explain_error, first_difference, mistake_message, passed, preview, shape_of
+from .exercises import Case, Outcome, run_case
+from .feedback import CheckFailed, explain_error, first_difference, mistake_message, passed, preview, shape_of
+from .i18n import _
 from .notebook_code import forbidden_uses
 
 RTOL = ATOL = 1e-5          # float32 results against a float64 reference
 MISTAKE_TOLERANCE = 1e-4    # how close a result must be to a known wrong answer to name it
+CHOICE_SALT = "attention-course/"
+
+# Mistakes that the checks name from the way a call fails, for any exercise whose manifest entry
+# gives them a sentence (tests/test_manifest.py checks every exercise they apply to has one).
+RAISING_MISTAKES = ("no_value_error", "assert_instead", "message_without_numbers")
+OVERFLOW_MISTAKE = "naive_softmax"
 
 
 @functools.lru_cache(maxsize=1)
@@ -33,7 +44,7 @@ def _all_cases() -> tuple[Case, ...]:
 
 
 def cases_for(exercise: str, hidden: bool = False) -> list[Case]:
-    """The stored cases of an exercise: the visible ones, or the hidden ones."""
+    """The stored cases of an exercise: the visible ones, or the hidden ones when present."""
     return [c for c in _all_cases() if c.exercise == exercise and c.hidden == hidden]
 
 
@@ -63,90 +74,93 @@ def recognise_mistake(case: Case, results: tuple) -> str | None:
 
 
 def _with_mistake(message: str, case: Case, mistake: str | None) -> str:
-    if mistake is None:
-        return message
-    return f"{message}\nLikely mistake: {mistake_message(case.exercise, mistake)}"
+    sentence = mistake_message(case.exercise, mistake) if mistake else ""
+    return f"{message}\n{_('Likely mistake:')} {sentence}" if sentence else message
+
+
+def numbers_to_name(case: Case) -> list[str]:
+    """The numbers a ValueError about a case's sizes must name: its whole-number parameters and
+    the size of the last axis of each input."""
+    numbers = [str(v) for v in case.params.values() if isinstance(v, int) and not isinstance(v, bool)]
+    numbers += [str(t.shape[-1]) for k, t in case.tensors.items() if "." not in k and t.dim()]
+    return list(dict.fromkeys(numbers))
 
 
 def _judge_error(case: Case, outcome: Outcome) -> str:
     kind, text = outcome.error
-    name = case.exercise
+    inputs = case.describe_inputs()
     if kind == "NotImplementedError":
-        return (f"`{name}` is not implemented yet: replace `raise NotImplementedError()` "
-                f"with your code and run its cell again.")
+        return _("`{name}` is not implemented yet: replace `raise NotImplementedError()` with your code and "
+                 "run its cell again.").format(name=case.exercise)
     if case.raises:
         if kind == "AssertionError":
-            return _with_mistake(f"For {case.describe_inputs()} it should raise ValueError; "
-                                 f"it raised AssertionError.", case, "assert_instead")
+            return _with_mistake(_("For {inputs} it should raise {want}; it raised AssertionError.").format(
+                inputs=inputs, want=case.raises), case, "assert_instead")
         if kind != case.raises:
-            return (f"For {case.describe_inputs()} it should raise {case.raises}; "
-                    f"it raised {kind}: {text}")
-        numbers = [str(case.params[p]) for p in ("num_heads",) if p in case.params]
-        numbers += [str(case.tensors["x"].shape[-1])] if "x" in case.tensors else []
-        numbers += [str(case.params["d_model"])] if "d_model" in case.params else []
-        missing = [n for n in numbers if n not in text]
-        if missing:
-            return _with_mistake(f"The ValueError says {text!r}; it should name both numbers "
-                                 f"({' and '.join(numbers)}).", case, "message_without_numbers")
+            return _with_mistake(_("For {inputs} it should raise {want}; it raised {kind}: {text}").format(
+                inputs=inputs, want=case.raises, kind=kind, text=text), case, "no_value_error")
+        numbers = numbers_to_name(case)
+        if any(n not in text for n in numbers):
+            return _with_mistake(_("The {kind} says {text!r}; it should name the numbers {numbers}.").format(
+                kind=kind, text=text, numbers=_(" and ").join(numbers)), case, "message_without_numbers")
         return ""
     hint = explain_error(kind, text)
-    return (f"For {case.describe_inputs()} it raised {kind}: {textwrap.shorten(text, 300)}"
-            + (f"\nHint: {hint}" if hint else ""))
+    message = _("For {inputs} it raised {kind}: {text}").format(inputs=inputs, kind=kind,
+                                                                text=textwrap.shorten(text, 300))
+    return message + (f"\n{_('Hint:')} {hint}" if hint else "")
 
 
 def judge(case: Case, outcome: Outcome) -> str:
     """An empty string when the outcome is right for the case, else one short message."""
-    exercise = EXERCISES[case.exercise]
+    spec = course.item(case.exercise)
     if outcome.problem:
         return _with_mistake(outcome.problem, case, outcome.mistake)
     if outcome.error:
         return _judge_error(case, outcome)
     if case.raises:
-        return _with_mistake(f"For {case.describe_inputs()} it should raise {case.raises} "
-                             f"(d_model is not divisible by num_heads); it returned normally.",
-                             case, "no_value_error")
-    results = outcome.results
-    names = exercise.outputs
+        return _with_mistake(_("For {inputs} it should raise {want}; it returned normally.").format(
+            inputs=case.describe_inputs(), want=case.raises), case, "no_value_error")
+    results, names = outcome.results, spec["outputs"]
     mistake = recognise_mistake(case, results)
-    where = f"For {case.describe_inputs()}"
+    where = _("For {inputs}").format(inputs=case.describe_inputs())
+
+    def label(name: str) -> str:
+        return f"`{name}`" if len(names) > 1 else _("the result")
+
     for name, got, want in zip(names, results, case.expected):
-        label = f"`{name}`" if len(names) > 1 else "the result"
         if not isinstance(got, torch.Tensor):
-            return _with_mistake(f"{where}, {label} should be a torch.Tensor; it is {shape_of(got)}.",
-                                 case, mistake)
+            return _with_mistake(_("{where}, {label} should be a torch.Tensor; it is {got}.").format(
+                where=where, label=label(name), got=shape_of(got)), case, mistake)
         if got.shape != want.shape:
-            return _with_mistake(f"{where}, {label} should have shape {shape_of(want)}; "
-                                 f"it has shape {shape_of(got)}.", case, mistake)
+            return _with_mistake(_("{where}, {label} should have shape {want}; it has shape {got}.").format(
+                where=where, label=label(name), want=shape_of(want), got=shape_of(got)), case, mistake)
     input_dtype = next(t.dtype for t in case.tensors.values() if t.is_floating_point())
     for name, got, want in zip(names, results, case.expected):
-        label = f"`{name}`" if len(names) > 1 else "the result"
         if got.dtype != input_dtype:
-            return (f"{where}, {label} is {str(got.dtype)[6:]} but the inputs are "
-                    f"{str(input_dtype)[6:]}: results keep the input dtype.")
+            return _("{where}, {label} is {got} but the inputs are {want}: results keep the input dtype.").format(
+                where=where, label=label(name), got=str(got.dtype)[6:], want=str(input_dtype)[6:])
         if torch.isfinite(want).all() and not torch.isfinite(got).all():
-            return _with_mistake(f"{where}, {label} contains NaN or inf; every value should be finite.",
-                                 case, mistake or _overflow_mistake(case.exercise))
+            return _with_mistake(_("{where}, {label} contains NaN or inf; every value should be finite.").format(
+                where=where, label=label(name)), case, mistake or OVERFLOW_MISTAKE)
         if not _close(got, want):
             index = first_difference(got, want, ATOL * scale_of(want), RTOL)
-            at = f" at index {list(index)}" if index else ""
-            return _with_mistake(f"{where}, {label} has wrong values{at}:\n"
-                                 f"  expected {preview(want, index)}\n  received {preview(got, index)}",
-                                 case, mistake)
-    if exercise.masked_output is not None and "mask" in case.tensors:
-        weights = results[exercise.masked_output]
+            at = _(" at index {index}").format(index=list(index)) if index else ""
+            return _with_mistake(_("{where}, {label} has wrong values{at}:\n  expected {want}\n  received {got}").format(
+                where=where, label=label(name), at=at, want=preview(want, index), got=preview(got, index)),
+                case, mistake)
+    masked = spec.get("masked_output")
+    if masked and "mask" in case.tensors:
+        weights = results[names.index(masked)]
         blocked = ~case.tensors["mask"].bool().expand_as(weights)
         if (weights[blocked] != 0).any():
-            return _with_mistake(f"{where}, weights where the mask is False should be exactly 0; "
-                                 f"the largest is {weights[blocked].abs().max().item():.3g}.", case, mistake)
+            return _with_mistake(_("{where}, {label} where the mask is False should be exactly 0; the largest is "
+                                   "{largest:.3g}.").format(where=where, label=label(masked),
+                                                            largest=weights[blocked].abs().max().item()),
+                                 case, mistake)
     if outcome.changed_inputs:
-        return (f"{where}, your code changed its input {', '.join(outcome.changed_inputs)} in place; "
-                f"compute new tensors and leave the inputs as they were.")
+        return _("{where}, your code changed its input {names} in place; compute new tensors and leave the "
+                 "inputs as they were.").format(where=where, names=", ".join(outcome.changed_inputs))
     return ""
-
-
-def _overflow_mistake(exercise: str) -> str | None:
-    """NaN from finite inputs in an attention exercise is almost always exp() overflowing."""
-    return "naive_softmax" if (exercise, "naive_softmax") in MISTAKES else None
 
 
 # ----------------------------------------------------------------------------- running
@@ -160,14 +174,12 @@ def _source_of(obj) -> str:
 
 def forbidden_message(name: str, obj) -> str:
     """A message when the code of `obj` calls a built-in that the exercise forbids."""
-    exercise = EXERCISES[name]
-    if not exercise.forbidden:
-        return ""
-    uses = forbidden_uses(_source_of(obj), exercise.forbidden, own_name=name)
+    forbidden = tuple(course.item(name).get("forbidden", ()))
+    uses = forbidden_uses(_source_of(obj), forbidden, own_name=name) if forbidden else []
     if not uses:
         return ""
-    return (f"`{name}` uses {uses[0]}: this exercise asks you to write attention yourself, "
-            f"so the built-in earns no marks here (you will meet it in notebook 06).")
+    return _("`{name}` uses {use}: this exercise asks you to write attention yourself, so the built-in earns "
+             "no marks here (you will meet it in notebook 06).").format(name=name, use=uses[0])
 
 
 def run_quietly(obj, case: Case) -> Outcome:
@@ -177,103 +189,67 @@ def run_quietly(obj, case: Case) -> Outcome:
         return run_case(obj, case)
 
 
-def _mistake_from_other_cases(obj, message: str, others: list[Case]) -> str:
+def _mistake_from_other_cases(obj, others: list[Case]) -> str:
     """When the failing case could not tell which mistake it is, ask the next cases."""
-    if "Likely mistake:" in message or "not implemented yet" in message:
-        return ""
     for case in others:
         outcome = run_quietly(obj, case)
-        mistake = recognise_mistake(case, outcome.results) if outcome.results else None
-        if mistake:
-            return f"\nLikely mistake: {mistake_message(case.exercise, mistake)}"
+        found = recognise_mistake(case, outcome.results) if outcome.results else None
+        sentence = mistake_message(case.exercise, found) if found else ""
+        if sentence:
+            return f"\n{_('Likely mistake:')} {sentence}"
     return ""
 
 
-def check_exercise(name: str, obj, hidden: bool = False) -> None:
-    """Check `obj` against the stored cases of exercise `name`; raise `CheckFailed` on a failure."""
-    if name not in EXERCISES:
-        raise ValueError(f"No exercise is called {name!r}; choose one of {sorted(EXERCISES)}.")
-    what = "class" if EXERCISES[name].is_class else "function"
-    if not (inspect.isclass(obj) if EXERCISES[name].is_class else callable(obj)):
-        raise CheckFailed(f"Pass your {what} itself to the check: check_{name}({name}); "
-                          f"got {shape_of(obj)}.")
+def _check_exercise(name: str, obj, hidden: bool) -> None:
+    what = _("class") if course.is_class(name) else _("function")
+    if not (inspect.isclass(obj) if course.is_class(name) else callable(obj)):
+        raise CheckFailed(_("Pass your {what} itself to the check: check({name!r}, {name}); got {got}.").format(
+            what=what, name=name, got=shape_of(obj)))
     problem = forbidden_message(name, obj)
     if problem:
         raise CheckFailed(problem)
     cases = cases_for(name, hidden)
     for i, case in enumerate(cases):
-        message = judge(case, run_quietly(obj, case))
+        outcome = run_quietly(obj, case)
+        message = judge(case, outcome)
         if message:
-            raise CheckFailed(message + _mistake_from_other_cases(obj, message, cases[i + 1:]))
+            named = _("Likely mistake:") in message or (outcome.error or ("",))[0] == "NotImplementedError"
+            raise CheckFailed(message + ("" if named else _mistake_from_other_cases(obj, cases[i + 1:])))
     if not hidden:
-        passed(f"`{name}` passed all {len(cases)} visible checks.")
+        passed(_("`{name}` passed all {count} visible checks.").format(name=name, count=len(cases)))
 
 
-def check_raw_scores(fn, hidden: bool = False) -> None:
-    """Check `raw_scores(q, k)`."""
-    check_exercise("raw_scores", fn, hidden)
+def choice_digest(name: str, option: str) -> str:
+    return hashlib.sha256(f"{CHOICE_SALT}{name}/{option}".encode()).hexdigest()
 
 
-def check_scaled_scores(fn, hidden: bool = False) -> None:
-    """Check `scaled_scores(q, k)`."""
-    check_exercise("scaled_scores", fn, hidden)
+def normalise_option(answer) -> str:
+    """"b", " B ", "(B)" and "B." all mean option B."""
+    return str(answer).strip().upper().strip("()\"'. ")
 
 
-def check_scaled_dot_product_attention(fn, hidden: bool = False) -> None:
-    """Check `scaled_dot_product_attention(q, k, v, mask=None)`."""
-    check_exercise("scaled_dot_product_attention", fn, hidden)
+def _check_choice(name: str, answer) -> None:
+    spec = course.item(name)
+    options = spec["options"]
+    option = normalise_option(answer)
+    if option not in options:
+        raise CheckFailed(_("Set {variable} to one of {options} (a string such as \"A\"); it is {answer!r}.").format(
+            variable=spec["variable"], options=", ".join(options), answer=answer))
+    if choice_digest(name, option) != spec["digest"]:
+        why = spec.get("why_not", {}).get(option, "")
+        raise CheckFailed(_("Not {option}.").format(option=option) + (f" {_(why)}" if why else ""))
+    passed(_("Right: {text}").format(text=_(options[option])))
 
 
-def check_split_heads(fn, hidden: bool = False) -> None:
-    """Check `split_heads(x, num_heads)`."""
-    check_exercise("split_heads", fn, hidden)
+def check(name: str, obj, hidden: bool = False) -> None:
+    """Check an exercise (`obj` is your function or class) or a question (`obj` is your answer).
 
-
-def check_concat_heads(fn, hidden: bool = False) -> None:
-    """Check `concat_heads(x)`."""
-    check_exercise("concat_heads", fn, hidden)
-
-
-def check_multi_head_attention(cls, hidden: bool = False) -> None:
-    """Check the class `MultiHeadAttention`."""
-    check_exercise("MultiHeadAttention", cls, hidden)
-
-
-def check_to_torch_mha(fn, hidden: bool = False) -> None:
-    """Check `to_torch_mha(mha)`."""
-    check_exercise("to_torch_mha", fn, hidden)
-
-
-# ----------------------------------------------------------------------------- quick check
-
-QUICK_CHECK_OPTIONS = {
-    "A": "To make attention faster to compute.",
-    "B": "To keep the scores' variance near 1, so the softmax does not saturate and gradients "
-         "do not vanish.",
-    "C": "To make each row of attention weights sum to 1.",
-    "D": "To make the scores independent of the sequence length.",
-}
-_SALT = "attention-quick-check/"
-QUICK_CHECK_DIGEST = "7fe8c47d6f7a600b341c99c8ebe0ba59b927668674c64c299fa45a8adce01aae"  # sha256 of the salt and the right option
-_WHY_NOT = {
-    "A": "Dividing by a number adds work, it saves none; the reason is what the softmax does "
-         "with large scores.",
-    "C": "The softmax already makes each row sum to 1, scaled or not.",
-    "D": "Each score is one dot product of length d_k; the number of positions does not change it.",
-}
-
-
-def _digest(option: str) -> str:
-    return hashlib.sha256((_SALT + option).encode()).hexdigest()
-
-
-def check_quick_check(answer) -> None:
-    """Check the multiple-choice answer of notebook 01 (one of "A", "B", "C", "D")."""
-    option = str(answer).strip().upper().strip("()\"'. ")
-    if option not in QUICK_CHECK_OPTIONS:
-        raise CheckFailed(f"Set quick_check_answer to one of {', '.join(QUICK_CHECK_OPTIONS)} "
-                          f"(a string such as \"A\"); it is {answer!r}.")
-    if _digest(option) != QUICK_CHECK_DIGEST:
-        raise CheckFailed(f"Not {option}. {_WHY_NOT[option]}")
-    passed(f"Right: {QUICK_CHECK_OPTIONS[option]}")
-
+    Raises `CheckFailed` with one message at the first failure; prints a ✓ line when all pass.
+    `hidden=True` runs the hidden cases where they are stored (the grader runs its own).
+    """
+    spec = course.item(name)
+    if spec["kind"] == "choice":
+        if not hidden:
+            _check_choice(name, obj)
+        return
+    _check_exercise(name, obj, hidden)

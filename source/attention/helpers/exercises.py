@@ -1,9 +1,10 @@
-"""The graded exercises: how each one is called on a test case, and what comes back.
+"""How an exercise is called on a test case, and what comes back.
 
 A `Case` holds inputs (tensors and plain parameters) and, once judged, the expected results.
-`run_case` calls a student's function or class on a case and records an `Outcome`: the
-results, or the exception, plus any input that was modified. Judging the outcome is the job
-of `checks.py`; this module computes nothing but the call itself.
+`run_case` calls a student's function or class the way its entry in `course.json` says
+(`call`: "function", "module" or "torch_mha_converter") and records an `Outcome`: the results,
+or the exception, plus any input that was modified. Judging the outcome is the job of
+`checks.py`; this module computes nothing but the call itself.
 """
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+
+from . import course
+from .i18n import _
 
 PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
 
@@ -74,115 +78,95 @@ def load_projections(module: nn.Module, tensors: dict[str, torch.Tensor]) -> Non
                 layer.bias.copy_(tensors[f"{name}.bias"])
 
 
-def _mask_kwargs(tensors: dict) -> dict:
-    return {"mask": tensors["mask"]} if "mask" in tensors else {}
+def _value(case: Case, name: str):
+    return case.tensors[name] if name in case.tensors else case.params[name]
 
 
-def _call_pair_scores(fn, case: Case):
-    return (fn(case.tensors["q"], case.tensors["k"]),)
+def _arguments(spec: dict, case: Case) -> tuple[list, dict]:
+    args = [_value(case, name) for name in spec.get("args", [])]
+    kwargs = {name: case.tensors[name] for name in spec.get("optional", []) if name in case.tensors}
+    return args, kwargs
 
 
-def _call_sdpa(fn, case: Case):
-    t = case.tensors
-    return _as_pair(fn(t["q"], t["k"], t["v"], **_mask_kwargs(t)), "(output, weights)")
+def _results(spec: dict, result) -> tuple:
+    outputs = spec["outputs"]
+    if len(outputs) == 1:
+        return (result,)
+    if not isinstance(result, (tuple, list)) or len(result) != len(outputs):
+        got = type(result).__name__ + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "")
+        raise StructureProblem(_("It should return {count} results, ({names}); it returned a {got}.").format(
+            count=len(outputs), names=", ".join(outputs), got=got))
+    return tuple(result)
 
 
-def _call_split_heads(fn, case: Case):
-    return (fn(case.tensors["x"], case.params["num_heads"]),)
+def _call_function(spec: dict, fn, case: Case) -> tuple:
+    args, kwargs = _arguments(spec, case)
+    return _results(spec, fn(*args, **kwargs))
 
 
-def _call_concat_heads(fn, case: Case):
-    return (fn(case.tensors["x"]),)
-
-
-def _check_mha_structure(module, params: dict) -> None:
+def _check_module_structure(module, params: dict) -> None:
     """The contract's attributes and submodules, each with its own message."""
     if not isinstance(module, nn.Module):
-        raise StructureProblem("MultiHeadAttention(...) must create an nn.Module: "
-                               "subclass nn.Module and call super().__init__().")
+        raise StructureProblem(_("{name}(...) must create an nn.Module: subclass nn.Module and call "
+                                 "super().__init__().").format(name=type(module).__name__))
     d_model, bias = params["d_model"], params["bias"]
     for name in PROJECTIONS:
         layer = getattr(module, name, None)
         if not isinstance(layer, nn.Linear):
-            raise StructureProblem(f"self.{name} should be nn.Linear(d_model, d_model, bias=bias); "
-                                   f"found {type(layer).__name__}.")
+            raise StructureProblem(_("self.{name} should be nn.Linear(d_model, d_model, bias=bias); found "
+                                     "{found}.").format(name=name, found=type(layer).__name__))
         if (layer.in_features, layer.out_features) != (d_model, d_model):
-            raise StructureProblem(f"self.{name} maps {layer.in_features} -> {layer.out_features} "
-                                   f"features; it should map d_model -> d_model ({d_model} -> {d_model}).")
+            raise StructureProblem(_("self.{name} maps {n_in} -> {n_out} features; it should map d_model -> "
+                                     "d_model ({d} -> {d}).").format(name=name, n_in=layer.in_features,
+                                                                      n_out=layer.out_features, d=d_model))
         if (layer.bias is not None) != bias:
-            raise StructureProblem(f"self.{name} should {'have' if bias else 'have no'} bias, "
-                                   f"as MultiHeadAttention(..., bias={bias}) asks.")
+            message = (_("self.{name} should have a bias, as bias=True asks.") if bias
+                       else _("self.{name} should have no bias, as bias=False asks."))
+            raise StructureProblem(message.format(name=name))
     for name, want in (("num_heads", params["num_heads"]), ("d_head", d_model // params["num_heads"])):
         if getattr(module, name, None) != want:
-            raise StructureProblem(f"self.{name} should be {want}; found {getattr(module, name, None)!r}.")
+            raise StructureProblem(_("self.{name} should be {want}; found {found!r}.").format(
+                name=name, want=want, found=getattr(module, name, None)))
 
 
-def _call_mha(cls, case: Case):
+def _call_module(spec: dict, cls, case: Case) -> tuple:
+    init = [case.params[name] for name in spec["init"]]
+    module = cls(*init)
+    _check_module_structure(module, case.params)
+    if not case.tensors:   # a case about the constructor alone (it should raise)
+        return ()
+    module = module.to(case.tensors[spec["args"][0]].dtype)
+    load_projections(module, case.tensors)
+    args, kwargs = _arguments(spec, case)
+    return _results(spec, module(*args, **kwargs))
+
+
+def _call_torch_mha_converter(spec: dict, fn, case: Case) -> tuple:
     p, t = case.params, case.tensors
-    module = cls(p["d_model"], p["num_heads"], bias=p["bias"])
-    _check_mha_structure(module, p)
-    module = module.to(t["query"].dtype)
-    load_projections(module, t)
-    return _as_pair(module(t["query"], t["key"], t["value"], **_mask_kwargs(t)), "(output, weights)")
-
-
-def _call_to_torch_mha(fn, case: Case):
-    p, t = case.params, case.tensors
-    source = Projections(p["d_model"], p["num_heads"], bias=p["bias"]).to(t["query"].dtype)
+    source = Projections(p["d_model"], p["num_heads"], bias=p["bias"]).to(t[spec["args"][0]].dtype)
     load_projections(source, t)
     converted = fn(source)
     if not isinstance(converted, nn.MultiheadAttention):
-        raise StructureProblem(f"to_torch_mha should return an nn.MultiheadAttention; "
-                               f"it returned {type(converted).__name__}.")
+        raise StructureProblem(_("{name} should return an nn.MultiheadAttention; it returned {got}.").format(
+            name=case.exercise, got=type(converted).__name__))
     if not converted.batch_first:
-        raise StructureProblem("The returned module has batch_first=False.", "batch_first_default")
+        raise StructureProblem(_("The returned module has batch_first=False."), "batch_first_default")
     if converted.num_heads != p["num_heads"]:
-        raise StructureProblem(f"The returned module has {converted.num_heads} heads; "
-                               f"the original has {p['num_heads']}.", "one_head")
+        raise StructureProblem(_("The returned module has {got} heads; the original has {want}.").format(
+            got=converted.num_heads, want=p["num_heads"]), "one_head")
     for name in PROJECTIONS:  # converting must not change the original
         for part in ("weight", "bias"):
             key = f"{name}.{part}"
             if key in t and not torch.equal(getattr(getattr(source, name), part), t[key]):
-                raise StructureProblem(f"to_torch_mha changed the original module's {key}; "
-                                       "copy the weights, do not modify them.")
+                raise StructureProblem(_("{name} changed the original module's {key}; copy the weights, do not "
+                                         "modify them.").format(name=case.exercise, key=key))
+    args, _kwargs = _arguments(spec, case)
     with torch.no_grad():
-        out = converted(t["query"], t["key"], t["value"], need_weights=True, average_attn_weights=False)
-    return _as_pair(out, "(output, weights)")
+        out = converted(*args, need_weights=True, average_attn_weights=False)
+    return _results(spec, out)
 
 
-def _as_pair(result, what: str) -> tuple:
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        got = f"a {type(result).__name__}" + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "")
-        raise StructureProblem(f"It should return two results, {what}; it returned {got}.")
-    return tuple(result)
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """A graded exercise of the contract."""
-    name: str
-    notebook: str
-    outputs: tuple[str, ...]
-    call: object
-    is_class: bool = False
-    masked_output: int | None = None   # index of the result whose masked entries must be 0
-    forbidden: tuple[str, ...] = ()    # built-ins that must not do the work
-
-
-FORBIDDEN_ATTENTION = ("scaled_dot_product_attention", "multi_head_attention_forward",
-                       "MultiheadAttention", "_native_multi_head_attention")
-
-EXERCISES: dict[str, Exercise] = {e.name: e for e in [
-    Exercise("raw_scores", "01_scaling_problem", ("scores",), _call_pair_scores),
-    Exercise("scaled_scores", "01_scaling_problem", ("scores",), _call_pair_scores),
-    Exercise("scaled_dot_product_attention", "02_scaled_dot_product_attention",
-             ("output", "weights"), _call_sdpa, masked_output=1, forbidden=FORBIDDEN_ATTENTION),
-    Exercise("split_heads", "03_split_heads", ("heads",), _call_split_heads),
-    Exercise("concat_heads", "04_concat_heads", ("merged",), _call_concat_heads),
-    Exercise("MultiHeadAttention", "05_output_projection", ("output", "weights"), _call_mha,
-             is_class=True, masked_output=1, forbidden=FORBIDDEN_ATTENTION),
-    Exercise("to_torch_mha", "06_nn_multiheadattention", ("output", "weights"), _call_to_torch_mha),
-]}
+CALLS = {"function": _call_function, "module": _call_module, "torch_mha_converter": _call_torch_mha_converter}
 
 
 def _clone_inputs(case: Case) -> Case:
@@ -190,13 +174,13 @@ def _clone_inputs(case: Case) -> Case:
     return Case(case.exercise, case.name, tensors, dict(case.params), case.hidden, case.raises)
 
 
-def run_case(obj, case: Case) -> Outcome:
+def run_case(obj, case: Case, spec: dict | None = None) -> Outcome:
     """Call a student's function or class on a copy of the case's inputs and record what happens."""
-    exercise = EXERCISES[case.exercise]
+    spec = spec or course.item(case.exercise)
     work = _clone_inputs(case)
     outcome = Outcome()
     try:
-        outcome.results = exercise.call(obj, work)
+        outcome.results = CALLS[spec["call"]](spec, obj, work)
     except StructureProblem as problem:
         outcome.problem, outcome.mistake = str(problem), problem.mistake
     except Exception as exc:  # the student's exception is what we report

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import ast
 import itertools
-import json
 import linecache
 from pathlib import Path
+
+from .cells import cell_source, is_answer_cell, is_test_cell, read_notebook
 
 _counter = itertools.count()
 
@@ -19,16 +20,10 @@ _counter = itertools.count()
 _KEPT = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
 
 
-def is_test_cell(cell: dict) -> bool:
-    """An nbgrader test cell: graded, and not an answer."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return bool(meta.get("grade")) and not meta.get("solution")
 
 
-def cell_source(cell: dict) -> str:
-    """A cell's source as one string (notebook JSON may store it as a list of lines)."""
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
+
+
 
 
 def _strip_magics(source: str) -> str:
@@ -69,17 +64,16 @@ def definition_statements(source: str, assignments: bool = False) -> list[str]:
     return [ast.unparse(node) for node in tree.body if isinstance(node, _KEPT) or keep(node)]
 
 
-def is_answer_cell(cell: dict) -> bool:
-    """An nbgrader answer cell."""
-    return bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution"))
 
 
-def notebook_statements(notebook: dict, course_cells: set[str] | None = None) -> list[str]:
+
+def notebook_statements(notebook: dict, course_cells: set[str] | None = None, which: str = "all") -> list[str]:
     """The definition statements of every code cell but the test cells, in notebook order.
 
     In answer cells, and in the student's own cells (those whose source is not one of
     `course_cells`, when given), assignments to names are kept as well; in the course's demo
-    cells only definitions are. A cell that does not parse is skipped.
+    cells only definitions are. `which="student"` keeps the student's cells only, `"course"`
+    the course's only. A cell that does not parse is skipped.
     """
     statements = []
     for cell in notebook.get("cells", []):
@@ -87,11 +81,27 @@ def notebook_statements(notebook: dict, course_cells: set[str] | None = None) ->
             continue
         source = cell_source(cell)
         own = is_answer_cell(cell) or (course_cells is not None and source.strip() not in course_cells)
+        if (which == "student" and not own) or (which == "course" and own):
+            continue
         try:
             statements.extend(definition_statements(source, assignments=own))
         except SyntaxError:
             continue
     return statements
+
+
+def import_statements(notebook: dict) -> list[str]:
+    """The top-level import statements of a notebook's code cells, in order."""
+    found = []
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse(_strip_magics(cell_source(cell)))
+        except SyntaxError:
+            continue
+        found += [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return found
 
 
 def course_cell_sources(notebook: dict) -> set[str]:
@@ -100,9 +110,7 @@ def course_cell_sources(notebook: dict) -> set[str]:
             if c.get("cell_type") == "code" and not is_answer_cell(c) and not is_test_cell(c)}
 
 
-def read_notebook(path: str | Path) -> dict:
-    """A notebook file as plain JSON data."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+
 
 
 def run_statements(statements: list[str], namespace: dict | None = None) -> tuple[dict, list[str]]:

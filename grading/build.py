@@ -1,0 +1,103 @@
+"""Build what the released checks read from the manifest and the source solutions.
+
+    python -m grading.build          # rewrite helpers/course.json and helpers/check_cases.npz
+
+`course.json` is the student view of the manifest (no solutions). `check_cases.npz` holds the
+visible cases of every exercise with their expected results (the reference solutions run in
+float64) and, where a known mistake gives a result of its own, that wrong result, so the checks
+can name the mistake. Hidden cases are not stored: the grader draws its own.
+"""
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from helpers.casefile import save_cases
+from helpers.exercises import Case, run_case
+
+from .cases import all_cases
+from .manifest import Course, load, write_student_view
+from .reference import mistaken, reference
+
+
+def in_float64(case: Case) -> Case:
+    """A copy of a case with floating-point inputs in float64."""
+    tensors = {k: v.double() if v.is_floating_point() else v.clone() for k, v in case.tensors.items()}
+    return Case(case.exercise, case.name, tensors, dict(case.params), case.hidden, case.raises)
+
+
+def results_of(obj, case: Case, spec: dict) -> tuple | None:
+    """The results of `obj` on a case as detached float64 tensors, or None if it failed."""
+    outcome = run_case(obj, case, spec)
+    if outcome.results is None or not all(isinstance(r, torch.Tensor) for r in outcome.results):
+        return None
+    return tuple(r.detach().double() for r in outcome.results)
+
+
+def expected_results(course: Course, case: Case, spec: dict) -> tuple:
+    """The reference solution's results on a case, computed in float64."""
+    expected = results_of(reference(course, course.item(case.exercise)), in_float64(case), spec)
+    if expected is None:
+        raise RuntimeError(f"The reference solution fails on {case.exercise} / {case.name}.")
+    return expected
+
+
+def _seeded_results(obj, case: Case, spec: dict, seed: int) -> tuple | None:
+    torch.manual_seed(seed)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return results_of(obj, case, spec)
+
+
+def _differs(a: tuple | None, b: tuple | None) -> bool:
+    if a is None or b is None:
+        return a is not b
+    return len(a) != len(b) or any(x.shape != y.shape or not torch.allclose(x, y, atol=1e-6, rtol=1e-6, equal_nan=True)
+                                   for x, y in zip(a, b))
+
+
+def check_cases(course: Course) -> list[Case]:
+    """The visible cases with expected results and the results of known mistakes filled in."""
+    views = {i["name"]: i for i in course.student_view()["items"]}
+    cases = [c for c in all_cases(course) if not c.hidden]
+    wrong = {(item.name, m): mistaken(course, item, m) for item in course.exercises() for m in item.mistakes}
+    for case in cases:
+        if case.raises:
+            continue
+        spec = views[case.exercise]
+        case.expected = expected_results(course, case, spec)
+        for (exercise, mistake), obj in wrong.items():
+            if exercise != case.exercise:
+                continue
+            got = _seeded_results(obj, case, spec, 0)  # in the case's own dtype, as a student would run it
+            if got is not None and _differs(got, _seeded_results(obj, case, spec, 1)):
+                continue  # depends on random initial weights: no student could reproduce it
+            if got is not None and _differs(got, case.expected):
+                case.mistakes[mistake] = got
+        # A result that two mistakes share cannot tell them apart: name neither on this case.
+        ambiguous = {m for m, got in case.mistakes.items()
+                     if any(n != m and not _differs(got, other) for n, other in case.mistakes.items())}
+        for mistake in ambiguous:
+            del case.mistakes[mistake]
+    return cases
+
+
+def build(course: Course | None = None) -> None:
+    """Write course.json and check_cases.npz into the English source's helpers."""
+    course = course or load()
+    helpers = course.source_dir() / "helpers"
+    write_student_view(course, helpers / "course.json")
+    from helpers import course as student_course
+    student_course.install(course.student_view())
+    try:
+        cases = check_cases(course)
+    finally:
+        student_course.install(None)
+    save_cases(cases, helpers / "check_cases.npz")
+    counts = {item.name: sum(c.exercise == item.name for c in cases) for item in course.exercises()}
+    print(f"Wrote {helpers / 'course.json'} and {helpers / 'check_cases.npz'}: visible cases {counts}")
+
+
+if __name__ == "__main__":
+    build()

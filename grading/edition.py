@@ -1,0 +1,222 @@
+"""Language editions, generated from the one English source and a translation catalogue.
+
+The English notebooks and helpers are the source of truth. `i18n/<language>.po` (gettext, one
+file per language) holds the translations, each keyed to the English unit it translates:
+- a notebook cell: context `<notebook>/<cell id>`, the English source as msgid (markdown
+  cells, and code cells that have comments or strings; test cells are never translated, and a
+  translated code cell must be the same code: only its comments and strings may differ);
+- a message of the checks, labs, plots and grader: the English text as msgid (extracted from
+  `_()`, `N_()` and `pgettext()` calls in helpers/ and grading/);
+- a sentence of the manifest: a mistake's sentence (context `mistake/<exercise>/<name>`), a
+  question, its options and why each wrong option is wrong.
+When an English unit changes, its translation becomes stale (gettext's "fuzzy") and the tests
+fail until a translator updates it.
+
+    python -m grading.edition --report          # what is missing or stale (make translations)
+    python -m grading.edition --update          # merge new units into the catalogues, for translators
+    python -m grading.edition zh-CN             # compile the messages and write source/<assignment>/
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import shutil
+import sys
+import tokenize
+from pathlib import Path
+
+import nbformat
+from babel.messages.catalog import Catalog
+from babel.messages.extract import extract_from_file
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po, write_po
+
+from helpers.cells import is_test_cell
+
+from .manifest import Course, load
+
+I18N = "i18n"
+DOMAIN = "course"
+KEYWORDS = {"_": None, "N_": None, "pgettext": ((1, "c"), 2)}
+MESSAGE_SOURCES = ("grading",)     # besides the helpers of the English source
+
+
+def catalogue_path(course: Course, language: str) -> Path:
+    return course.root / I18N / f"{language}.po"
+
+
+def _has_words(source: str) -> bool:
+    """A code cell worth translating: it has a comment or a string with letters in it."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return False
+    return any(t.type in (tokenize.COMMENT, tokenize.STRING) and any(c.isalpha() for c in t.string)
+               and not t.string.startswith(("# NBVAL", "### ")) for t in tokens)
+
+
+def cell_units(course: Course, notebook: str) -> list[tuple[str, str, str]]:
+    """(context, English source, kind) of every translatable cell of an English notebook."""
+    nb = nbformat.read(course.source_notebook(notebook), as_version=4)
+    units = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.strip():
+            units.append((f"{notebook}/{cell.id}", cell.source, "markdown"))
+        elif cell.cell_type == "code" and not is_test_cell(cell) and _has_words(cell.source):
+            units.append((f"{notebook}/{cell.id}", cell.source, "code"))
+    return units
+
+
+def template(course: Course) -> Catalog:
+    """Every translatable unit of the English course (what a complete catalogue translates)."""
+    catalog = Catalog(project="attention-course", domain=DOMAIN)
+    for notebook in course.notebooks:
+        for context, source, kind in cell_units(course, notebook):
+            catalog.add(source, context=context, auto_comments=[f"{kind} cell"])
+    folders = [course.source_dir() / "helpers", *(course.root / f for f in MESSAGE_SOURCES)]
+    for folder in folders:
+        for path in sorted(folder.glob("*.py")):
+            for lineno, message, _comments, context in extract_from_file("python", str(path), keywords=KEYWORDS):
+                if isinstance(message, tuple):
+                    message = message[-1]
+                catalog.add(message, context=context, locations=[(path.relative_to(course.root).as_posix(), lineno)])
+    for item in course.items:
+        for mistake in item.mistakes.values():
+            catalog.add(mistake.sentence, context=f"mistake/{item.name}/{mistake.name}", auto_comments=["mistake"])
+        for text in [item.spec.get("question", ""), *item.spec.get("options", {}).values(),
+                     *item.spec.get("why_not", {}).values()]:
+            if text:
+                catalog.add(text, auto_comments=[f"question {item.name}"])
+    return catalog
+
+
+def read_catalogue(course: Course, language: str) -> Catalog:
+    path = catalogue_path(course, language)
+    if not path.exists():
+        return Catalog(locale=language.replace("-", "_"), domain=DOMAIN)
+    with open(path, "rb") as handle:
+        return read_po(handle, locale=language.replace("-", "_"))
+
+
+def merged(course: Course, language: str) -> Catalog:
+    """The catalogue brought up to date with the English units (changed ones marked fuzzy)."""
+    catalog = read_catalogue(course, language)
+    catalog.update(template(course), update_header_comment=False, keep_user_comments=True)
+    return catalog
+
+
+def problems(course: Course, language: str) -> list[str]:
+    """What is missing or stale in a language's catalogue (empty when it is complete)."""
+    found = []
+    for message in merged(course, language):
+        if not message.id:
+            continue
+        where = message.context or (message.locations[0][0] if message.locations else "message")
+        first = str(message.id).splitlines()[0][:70]
+        if message.fuzzy:
+            found.append(f"stale: {where}: {first!r} (the English changed; update the translation)")
+        elif not message.string:
+            found.append(f"missing: {where}: {first!r}")
+    return found
+
+
+def _code_skeleton(source: str) -> str:
+    """Code with its strings, docstrings and comments blanked: what must not change in translation."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = ""
+        if isinstance(node, ast.JoinedStr):
+            node.values = []
+    return ast.dump(tree)
+
+
+def translate_notebook(course: Course, notebook: str, catalog: Catalog) -> nbformat.NotebookNode:
+    """An English source notebook with every translatable cell replaced by its translation."""
+    nb = nbformat.read(course.source_notebook(notebook), as_version=4)
+    for cell in nb.cells:
+        context = f"{notebook}/{cell.id}"
+        message = catalog.get(cell.source, context=context)
+        if message is None or not message.string or message.fuzzy:
+            continue
+        if cell.cell_type == "code" and _code_skeleton(message.string) != _code_skeleton(cell.source):
+            raise ValueError(f"{context}: the translation changes the code, not only its comments and strings")
+        cell.source = message.string
+    nb.metadata["language"] = str(catalog.locale).replace("_", "-") if catalog.locale else ""
+    return nb
+
+
+def compile_messages(course: Course, language: str, catalog: Catalog) -> Path:
+    """The messages (not the cells) as gettext's .mo in the helpers, for the checks and labs."""
+    messages = Catalog(locale=language.replace("-", "_"), domain=DOMAIN)
+    for message in catalog:
+        is_cell = (message.context or "").split("/")[0] in course.notebooks
+        if message.id and message.string and not message.fuzzy and not is_cell:
+            messages.add(message.id, message.string, context=message.context)
+    path = course.source_dir() / "helpers" / "locale" / language.replace("-", "_") / "LC_MESSAGES" / f"{DOMAIN}.mo"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    write_mo(buffer, messages, use_fuzzy=False)
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def build_edition(course: Course, name: str) -> Path:
+    """Write source/<assignment>/ of an edition: translated notebooks (outputs kept only where the
+    code is unchanged: `make outputs` re-runs them), the helpers, and the language marker."""
+    edition = course.edition(name)
+    catalog = merged(course, edition.language)
+    missing = problems(course, edition.language)
+    if missing:
+        raise SystemExit(f"The {edition.language} catalogue is incomplete ({len(missing)} units); "
+                         f"run `make translations`:\n  " + "\n  ".join(missing[:20]))
+    compile_messages(course, edition.language, catalog)
+    dest = course.source_dir(name)
+    dest.mkdir(parents=True, exist_ok=True)
+    helpers = dest / "helpers"
+    shutil.rmtree(helpers, ignore_errors=True)
+    shutil.copytree(course.source_dir() / "helpers", helpers, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (dest / "course-language.txt").write_text(edition.language + "\n", encoding="utf-8")
+    for notebook in course.notebooks:
+        translated = translate_notebook(course, notebook, catalog)
+        path = dest / f"{notebook}.ipynb"
+        if path.exists():   # keep the outputs of cells whose code did not change until they are re-run
+            old = {c.id: c for c in nbformat.read(path, as_version=4).cells}
+            for cell in translated.cells:
+                if cell.cell_type == "code" and cell.id in old and old[cell.id].source == cell.source:
+                    cell.outputs, cell.execution_count = old[cell.id].outputs, old[cell.id].execution_count
+        nbformat.write(translated, path)
+    return dest
+
+
+def write_catalogue(course: Course, language: str, catalog: Catalog) -> None:
+    path = catalogue_path(course, language)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        write_po(handle, catalog, width=100, sort_output=False, include_previous=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("edition", nargs="?", help="build this edition's source folder")
+    parser.add_argument("--report", action="store_true", help="list missing and stale translations")
+    parser.add_argument("--update", action="store_true", help="merge new English units into the catalogues")
+    args = parser.parse_args(argv)
+    course = load()
+    others = [e for e in course.editions if e.language != "en"]
+    status = 0
+    for edition in others:
+        if args.update:
+            write_catalogue(course, edition.language, merged(course, edition.language))
+        if args.report or args.update:
+            found = problems(course, edition.language)
+            print(f"{edition.language}: {len(found)} unit(s) missing or stale" + "".join(f"\n  {p}" for p in found))
+            status = status or bool(found)
+    if args.edition:
+        print(f"Wrote {build_edition(course, args.edition)}")
+    return int(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

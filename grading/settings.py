@@ -1,0 +1,51 @@
+"""The grading settings, in one place: the `Grading` section of the course's nbgrader_config.py.
+
+    c.Grading.jobs = 2            # or `make grade JOBS=2`
+    c.Grading.memory_gib = 3
+
+`make grade` reads them when grading starts (command-line values override the file); the
+nbgrader plugins read the same section from nbgrader's own configuration, so plain
+`nbgrader autograde` and formgrader grade with the same settings.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from traitlets import Bool, Float, Integer, List, Unicode
+from traitlets.config import Config, Configurable
+from traitlets.config.loader import PyFileConfigLoader
+
+CONFIG_FILE = "nbgrader_config.py"
+
+
+class Grading(Configurable):
+    """How the course's submissions are graded."""
+
+    seed = Integer(None, allow_none=True,
+                   help="Seed of the trusted grader's test cases; None draws one per grading run. The seed "
+                        "of every run is recorded with its grades, so a regrade can reproduce them.").tag(config=True)
+    jobs = Integer(1, help="Students graded at a time by `make grade` (one nbgrader process each).").tag(config=True)
+    memory_gib = Float(2.0, help="Memory cap of everything that runs student code, per student.").tag(config=True)
+    seconds = Float(30.0, help="Time limit of one exercise's trusted run (all its cases).").tag(config=True)
+    cell_timeout = Integer(120, help="nbgrader's time limit for one cell; after a cell runs out of time, the "
+                                     "rest of that notebook is not run.").tag(config=True)
+    layers = List(Unicode(), default_value=["auto"],
+                  help='Confinement layers: "auto" (every layer this machine offers) or some of "bwrap", '
+                       '"landlock", "user".').tag(config=True)
+    unconfined = Bool(False, help="Grade even when no confinement layer works (student code then runs with the "
+                                  "grader's rights). Never the default.").tag(config=True)
+    max_processes = Integer(64, help="Processes a student's code may have at once.").tag(config=True)
+    max_file_mib = Integer(256, help="Largest file a student's code may write.").tag(config=True)
+    scratch_mib = Integer(1024, help="Size of a student's private scratch folder.").tag(config=True)
+
+
+def load(course: Path, overrides: dict | None = None) -> Grading:
+    """The settings of a course: its nbgrader_config.py, then `overrides` (trait name -> value)."""
+    config = Config()
+    path = Path(course) / CONFIG_FILE
+    if path.exists():
+        config.merge(PyFileConfigLoader(CONFIG_FILE, path=str(course)).load_config())
+    for name, value in (overrides or {}).items():
+        if value is not None:
+            config.Grading[name] = value
+    return Grading(config=config)

@@ -1,0 +1,128 @@
+"""`make student-folder`: what students get, and nothing else.
+
+    python -m grading.student_folder build/student
+
+Writes a folder ready to push as the students' repository (or to serve through nbgitpuller or
+Binder): the released notebooks of every edition with their helpers (the visible checks' cases
+only), `binder/` (the students' packages), a student README in each language, a Makefile with
+`make lab`, the students' requirements and the license. No source notebook, no solution, no
+hidden test, no grading code, no expected result of a hidden case. `scan()` proves it.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from .manifest import Course, load
+
+STUDENT_MAKEFILE = """\
+# The course, for students: `make lab` sets up .venv (first time only) and opens JupyterLab.
+#   make lab EDITION=zh-CN   opens the Chinese edition, with JupyterLab in Chinese
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PYTHON ?= python3
+EDITION ?= en
+LAB_ARGS ?=
+LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
+STUDENT_CONFIG = $(abspath binder/jupyter)$(if $(filter zh-CN,$(EDITION)),:$(abspath binder/jupyter-zh-CN))
+START = $(if $(filter zh-CN,$(EDITION)),notebooks/attention_zh,notebooks/attention)/00_start_here.ipynb
+
+.PHONY: lab
+$(VENV)/.installed: requirements.txt
+\ttest -x $(PY) || $(PYTHON) -m venv $(VENV)
+\t$(PY) -m pip install -r requirements.txt
+\ttouch $@
+
+lab: $(VENV)/.installed
+\tJUPYTER_CONFIG_PATH=$(STUDENT_CONFIG) $(VENV)/bin/jupyter lab $(START) $(LAB_ROOT) $(LAB_ARGS)
+"""
+
+
+def _readme(course: Course, language: str) -> str:
+    """The students' section of the course README (between its student markers)."""
+    name = "README.md" if language == "en" else f"README.{language}.md"
+    text = (course.root / name).read_text(encoding="utf-8")
+    match = re.search(r"<!-- students -->(.*?)<!-- /students -->", text, re.S)
+    if not match:
+        raise SystemExit(f"{name} has no <!-- students --> ... <!-- /students --> section")
+    return match.group(1).strip() + "\n"
+
+
+def write(course: Course, dest: Path) -> Path:
+    """Write the student folder to `dest` (replacing it)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for edition in course.editions:
+        shutil.copytree(course.release_dir(edition.name), dest / course.release / edition.assignment,
+                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.pyc"))
+    shutil.copytree(course.root / "binder", dest / "binder", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(course.root / "binder" / "requirements.txt", dest / "requirements.txt")
+    shutil.copy(course.root / "LICENSE", dest / "LICENSE")
+    (dest / "Makefile").write_text(STUDENT_MAKEFILE, encoding="utf-8")
+    title = "# Attention, hands on\n\n"
+    (dest / "README.md").write_text(title + _readme(course, "en"), encoding="utf-8")
+    for edition in course.editions:
+        if edition.language != "en":
+            (dest / f"README.{edition.language}.md").write_text(
+                "# 动手学注意力机制\n\n" + _readme(course, edition.language), encoding="utf-8")
+    return dest
+
+
+def scan(course: Course, folder: Path) -> list[str]:
+    """What in `folder` a student must not get: solution text, hidden tests, grading code, the
+    manifest, or expected results of hidden cases. Empty when the folder is clean."""
+    from helpers.casefile import load_cases
+    from .reference import answer_source
+    problems = []
+    solutions = {}
+    for item in course.exercises():
+        body = [line.strip() for line in answer_source(course, item).splitlines()
+                if line.strip() and not line.strip().startswith(("def ", "class ", '"""', "#"))
+                and len(line.strip()) > 20]
+        solutions[item.name] = body
+    answers = {f'{i.variable} = "{i.answer}"' for i in course.questions()}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_dir():
+            if path.name in ("grading", "source", "tests"):
+                problems.append(f"{rel}/: not for students")
+            continue
+        if path.name in ("course.toml", "nbgrader_config.py", "gradebook.db", "pyproject.toml"):
+            problems.append(f"{rel}: not for students")
+        if path.suffix == ".npz":
+            if any(case.hidden for case in load_cases(path)):
+                problems.append(f"{rel}: holds hidden cases")
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "hidden=True", "grading.", "import grading"):
+            if marker in text:
+                problems.append(f"{rel}: contains {marker!r}")
+        for name, lines in solutions.items():   # half of a solution's lines is a solution
+            found = [line for line in lines if line in text]
+            if lines and len(found) * 2 >= len(lines):
+                problems.append(f"{rel}: contains the solution of {name} ({found[0]!r}, ...)")
+        problems += [f"{rel}: contains the answer {a!r}" for a in answers if a in text]
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dest", type=Path)
+    args = parser.parse_args(argv)
+    course = load()
+    folder = write(course, args.dest)
+    problems = scan(course, folder)
+    for problem in problems:
+        print(f"  {problem}")
+    print(f"Wrote {folder}: {'CLEAN' if not problems else f'{len(problems)} problem(s)'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""A student's private scratch folder while their submission is graded, and its confinement.
+
+Everything that runs the student's code (nbgrader's kernels and the trusted sandbox) sees what
+the student's own JupyterLab would: the Python environment, the system, and this folder, which
+holds a copy of the student's notebooks and the released helpers. HOME, TMPDIR, IPYTHONDIR,
+MPLCONFIGDIR and the Jupyter runtime folder (the kernel's sockets) all point inside it; nothing
+else is writable, and the folder is deleted when the student is graded.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from . import confine
+from .settings import Grading
+
+_base: Path | None = None
+
+
+def base() -> Path:
+    """This process's folder of workspaces (created once, 0711, removed by `remove_all`)."""
+    global _base
+    if _base is None or not _base.exists():
+        _base = Path(tempfile.mkdtemp(prefix="attention-grading-"))
+        _base.chmod(0o711)
+    return _base
+
+
+def remove_all() -> None:
+    if _base is not None:
+        shutil.rmtree(_base, ignore_errors=True)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "student"
+
+
+class Workspace:
+    """One student's private folder for one assignment."""
+
+    def __init__(self, student: str, assignment: str):
+        self.student, self.assignment = student, assignment
+        self.root = base() / f"{_safe(student)}-{_safe(assignment)}"
+        self.folder = self.root / assignment          # the notebooks and helpers, as in the student's JupyterLab
+        self.runtime = self.root / "runtime"          # the kernel's connection file and sockets
+        self.sandbox = self.root / "sandbox"          # requests to the trusted sandbox
+        for path in (self.folder, self.runtime, self.sandbox, *self._homes().values()):
+            path.mkdir(parents=True, exist_ok=True)
+        self._seed_font_cache()
+
+    def _homes(self) -> dict[str, Path]:
+        return {"HOME": self.root / "home", "TMPDIR": self.root / "tmp", "IPYTHONDIR": self.root / "ipython",
+                "MPLCONFIGDIR": self.root / "matplotlib"}
+
+    def _seed_font_cache(self) -> None:
+        """matplotlib would rebuild its font list in every fresh MPLCONFIGDIR (seconds with CJK fonts)."""
+        cache = os.environ.get("MPLCONFIGDIR") or os.path.expanduser("~/.cache/matplotlib")
+        for path in glob.glob(os.path.join(cache, "fontlist-*.json")):
+            shutil.copy(path, self._homes()["MPLCONFIGDIR"])
+
+    def fill(self, notebooks: Path, source: Path) -> None:
+        """Copy the student's notebooks (from `notebooks`) and the released helpers (from the
+        course's `source` folder of this assignment) into the workspace."""
+        for path in Path(notebooks).glob("*.ipynb"):
+            shutil.copy(path, self.folder / path.name)
+        helpers = self.folder / "helpers"
+        shutil.rmtree(helpers, ignore_errors=True)
+        shutil.copytree(Path(source) / "helpers", helpers,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        language = Path(source) / "course-language.txt"
+        if language.exists():
+            shutil.copy(language, self.folder / language.name)
+
+    def env(self) -> dict[str, str]:
+        """The whole environment of code running in this workspace: no PYTHONPATH, no grader secrets."""
+        env = {k: str(v) for k, v in self._homes().items()}
+        env.update(PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+                   JUPYTER_RUNTIME_DIR=str(self.runtime), JUPYTER_CONFIG_DIR=str(self.root / "home" / ".jupyter"),
+                   JUPYTER_DATA_DIR=str(self.root / "home" / ".local" / "share" / "jupyter"),
+                   NBGRADER_EXECUTION="autograde", LANG="C.UTF-8", PYTHONDONTWRITEBYTECODE="1",
+                   VIRTUAL_ENV=sys.prefix)
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        return env
+
+    def policy(self, settings: Grading, layers: list[str]) -> confine.Policy:
+        return confine.Policy(read=confine.default_read_paths(sys.executable), write=[str(self.root)],
+                              cwd=str(self.folder), env=self.env(), layers=list(layers),
+                              max_processes=settings.max_processes, max_file_bytes=settings.max_file_mib * 2 ** 20,
+                              scratch_bytes=settings.scratch_mib * 2 ** 20)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def choose_layers(settings: Grading) -> tuple[list[str], dict[str, str | None]]:
+    """The layers to apply (settings.layers, "auto" = every layer that works here) and the probe."""
+    found = confine.probe(sys.executable)
+    if settings.layers == ["none"]:       # `make grade --unconfined` on a machine without any layer
+        return [], found
+    if settings.layers == ["auto"] or "auto" in settings.layers:
+        return [layer for layer in confine.LAYERS if found.get(layer) is None], found
+    missing = [f"{layer}: {found.get(layer)}" for layer in settings.layers if found.get(layer) is not None]
+    if missing:
+        raise RuntimeError("Confinement layers asked for but not available here: " + "; ".join(missing))
+    return list(settings.layers), found

@@ -1,0 +1,58 @@
+"""The language of everything the helpers say: checks, labs, plots and demos.
+
+Messages are written in English and wrapped in `_()`; the Chinese edition's translations come
+from the course's translation catalogue, compiled into `helpers/locale/` (gettext). Which
+language a notebook speaks is decided by its assignment folder: a file `course-language.txt`
+next to the `helpers` folder holds its language (the English edition has none). The grader
+switches language per submission with `using(...)`.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import gettext
+from pathlib import Path
+
+DOMAIN = "course"
+LOCALE_DIR = Path(__file__).with_name("locale")
+LANGUAGE_FILE = Path(__file__).parent.parent / "course-language.txt"
+_current: list[str] = []
+
+
+def edition_language() -> str:
+    """The language of the assignment folder these helpers sit in ("en" without a marker)."""
+    try:
+        return LANGUAGE_FILE.read_text(encoding="utf-8").strip() or "en"
+    except OSError:
+        return "en"
+
+
+def language() -> str:
+    return _current[-1] if _current else edition_language()
+
+
+@contextlib.contextmanager
+def using(lang: str):
+    """Speak `lang` inside the block (the grader judges each submission in its own language)."""
+    _current.append(lang)
+    try:
+        yield
+    finally:
+        _current.pop()
+
+
+@functools.lru_cache(maxsize=None)
+def _catalogue(lang: str) -> gettext.NullTranslations:
+    if lang in ("en", ""):
+        return gettext.NullTranslations()
+    return gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang.replace("-", "_")], fallback=True)
+
+
+def _(message: str) -> str:
+    """`message` in the current language (itself in English, or when no translation exists)."""
+    return _catalogue(language()).gettext(message)
+
+
+def pgettext(context: str, message: str) -> str:
+    """`message` in the current language, for a unit that has a context (a mistake's sentence)."""
+    return _catalogue(language()).pgettext(context, message)

@@ -1,0 +1,41 @@
+"""The files behind the released checks are what the manifest and the source solutions make."""
+from __future__ import annotations
+
+from grading.build import check_cases
+from grading.manifest import load, write_student_view
+from helpers import course as student_course
+from helpers.casefile import CASES_FILE, load_cases, save_cases
+from helpers.course import COURSE_FILE
+
+COURSE = load()
+
+
+def test_course_json_is_the_student_view_of_the_manifest(tmp_path):
+    write_student_view(COURSE, tmp_path / "course.json")
+    assert (tmp_path / "course.json").read_bytes() == COURSE_FILE.read_bytes(), "run make outputs"
+
+
+def test_the_case_file_is_in_sync_with_the_source_solutions(tmp_path):
+    student_course.install(COURSE.student_view())
+    try:
+        save_cases(check_cases(COURSE), tmp_path / "cases.npz")
+    finally:
+        student_course.install(None)
+    assert (tmp_path / "cases.npz").read_bytes() == CASES_FILE.read_bytes(), "run make outputs"
+
+
+def test_the_case_file_holds_visible_cases_with_results_and_nothing_hidden():
+    cases = load_cases()
+    assert cases and not any(c.hidden for c in cases)
+    for case in cases:
+        assert case.raises or case.expected, f"{case.exercise} / {case.name} has no expected result"
+
+
+def test_the_student_view_holds_no_solution_answer_or_alternative():
+    from grading.reference import answer_source
+    text = COURSE_FILE.read_text()
+    assert '"answer"' not in text and "alternatives" not in text and "edits" not in text
+    for item in COURSE.exercises():
+        body = [line.strip() for line in answer_source(COURSE, item).splitlines()
+                if line.strip() and not line.strip().startswith(("def ", "class ", '"""', "#"))]
+        assert not any(len(line) > 25 and line in text for line in body), f"{item.name}: solution text in course.json"
