@@ -48,7 +48,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 lab: $(STAMP)
-	JUPYTER_CONFIG_PATH=$(STUDENT_CONFIG) $(VENV)/bin/jupyter lab $(START) $(LAB_ROOT) $(LAB_ARGS)
+	JUPYTER_CONFIG_PATH=$(STUDENT_CONFIG) PYTHONPATH=$(abspath binder) $(VENV)/bin/jupyter lab $(START) $(LAB_ROOT) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -131,6 +131,7 @@ class Policy:
     max_open_files: int = 1024
     uid: int | None = None
     gid: int | None = None
+    chown_write: bool = True   # with "user": give the write directories to the user first
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1)
@@ -1008,7 +1009,7 @@ class Supervisor:
             return _fail("setup", f"prctl failed ({e.strerror})")
         try:
             resolved = _preflight(policy)
-            if resolved["uid"] is not None:
+            if resolved["uid"] is not None and policy.chown_write:
                 for w in policy.write:
                     _chown_tree(w, resolved["uid"], resolved["gid"])
         except Unavailable as e:

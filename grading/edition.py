@@ -42,8 +42,18 @@ KEYWORDS = {"_": None, "N_": None, "pgettext": ((1, "c"), 2)}
 MESSAGE_SOURCES = ("grading",)     # besides the helpers of the English source
 
 
-def catalogue_path(course: Course, language: str) -> Path:
-    return course.root / I18N / f"{language}.po"
+MESSAGES = "messages"   # the catalogue file of everything that is not a notebook cell
+
+
+def catalogue_dir(course: Course, language: str) -> Path:
+    """`i18n/<language>/`: one .po file per notebook (its cells) and messages.po (the rest)."""
+    return course.root / I18N / language
+
+
+def _file_of(course: Course, message) -> str:
+    """The catalogue file a unit belongs in: its notebook's, or messages."""
+    notebook = (message.context or "").split("/")[0]
+    return notebook if notebook in course.notebooks else MESSAGES
 
 
 def _has_words(source: str) -> bool:
@@ -81,6 +91,9 @@ def template(course: Course) -> Catalog:
                 if isinstance(message, tuple):
                     message = message[-1]
                 catalog.add(message, context=context, locations=[(path.relative_to(course.root).as_posix(), lineno)])
+    from helpers.i18n import WORDS
+    for text in WORDS:
+        catalog.add(text, context="word", auto_comments=["a word of the toy sentences"])
     for item in course.items:
         for mistake in item.mistakes.values():
             catalog.add(mistake.sentence, context=f"mistake/{item.name}/{mistake.name}", auto_comments=["mistake"])
@@ -92,11 +105,17 @@ def template(course: Course) -> Catalog:
 
 
 def read_catalogue(course: Course, language: str) -> Catalog:
-    path = catalogue_path(course, language)
-    if not path.exists():
-        return Catalog(locale=language.replace("-", "_"), domain=DOMAIN)
-    with open(path, "rb") as handle:
-        return read_po(handle, locale=language.replace("-", "_"))
+    """Every .po file of a language, as one catalogue."""
+    catalog = Catalog(locale=language.replace("-", "_"), domain=DOMAIN)
+    for path in sorted(catalogue_dir(course, language).glob("*.po")):
+        with open(path, "rb") as handle:
+            part = read_po(handle, locale=language.replace("-", "_"))
+        for message in part:
+            if message.id:
+                catalog[message.id] = message
+        for message in part.obsolete.values():
+            catalog.obsolete[message.key if hasattr(message, "key") else message.id] = message
+    return catalog
 
 
 def merged(course: Course, language: str) -> Catalog:
@@ -191,10 +210,18 @@ def build_edition(course: Course, name: str) -> Path:
 
 
 def write_catalogue(course: Course, language: str, catalog: Catalog) -> None:
-    path = catalogue_path(course, language)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as handle:
-        write_po(handle, catalog, width=100, sort_output=False, include_previous=True)
+    """Write a language's catalogue back, one file per notebook and messages.po."""
+    folder = catalogue_dir(course, language)
+    folder.mkdir(parents=True, exist_ok=True)
+    parts: dict[str, Catalog] = {}
+    for message in catalog:
+        if message.id:
+            part = parts.setdefault(_file_of(course, message),
+                                    Catalog(locale=catalog.locale, domain=DOMAIN, project="attention-course"))
+            part[message.id] = message
+    for name, part in parts.items():
+        with open(folder / f"{name}.po", "wb") as handle:
+            write_po(handle, part, width=100, sort_output=False, include_previous=True, omit_header=False)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,12 +32,13 @@ from pathlib import Path
 
 from helpers.cells import cell_source, grade_id, read_notebook
 
+from . import confine
 from . import gradebook as records
 from . import settings as grading_settings
 from .limits import watch
 from .manifest import Course, load
 from .nbgrader_cli import fast_start
-from .nbgrader_plugins import FAULTS
+from .settings import FAULTS
 from .workspace import choose_layers
 
 NBGRADER_OWN_MEMORY = 2 ** 30
@@ -57,7 +58,8 @@ class Submission:
 def nbgrader(args: list[str], cwd: Path, course: Path, memory: int | None = None,
              timeout: float = STUDENT_SECONDS) -> subprocess.CompletedProcess:
     """Run nbgrader (started by grading/nbgrader_cli.py) in a course folder; a process of its tree
-    over the memory cap is killed (the student's kernel), the rest goes on."""
+    over the memory cap is killed (the student's kernel), the rest goes on. Its log is kept in
+    `build/grading/nbgrader-<command>.log` of that folder."""
     cli = Path(__file__).with_name("nbgrader_cli.py")
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                PYTHONPATH=str(course), ATTENTION_GRADER_PROCESS="1")
@@ -69,11 +71,20 @@ def nbgrader(args: list[str], cwd: Path, course: Path, memory: int | None = None
         out.seek(0)
         err.seek(0)
         stderr = err.read() + (f"\nERROR: {stopped}" if stopped else "")
-        return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), stderr)
+        stdout = out.read()
+        log = cwd / "build" / "grading" / f"nbgrader-{args[0]}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(f"$ nbgrader {' '.join(args)}\n{stdout}{stderr}\n")
+        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
-def tidy_notebook(path: Path, dest: Path) -> list[str]:
-    """Copy a submitted notebook, fixing what would stop nbgrader; returns what was wrong with it."""
+def tidy_notebook(path: Path, dest: Path, release: Path | None = None) -> list[str]:
+    """Copy a submitted notebook, fixing what would stop nbgrader; returns what was wrong with it.
+
+    A duplicated grade cell loses its duplicate's metadata; an answer cell the student deleted
+    comes back from the `release` notebook as its empty stub (nbgrader fails on a test cell
+    whose answer cell is gone), so it is graded as not answered."""
     try:
         notebook = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(notebook.get("cells"), list):
@@ -90,11 +101,28 @@ def tidy_notebook(path: Path, dest: Path) -> list[str]:
             notes.append(f"{path.name}: a copy of cell {gid!r} was ignored")
         seen.add(gid)
         cell["source"] = cell_source(cell)
+    if release is not None and release.exists():
+        notes += _restore_answer_cells(notebook, read_notebook(release), path.name)
     notebook.setdefault("metadata", {})["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                                          "language": "python"}
     notebook.setdefault("nbformat", 4)
     notebook.setdefault("nbformat_minor", 5)
     dest.write_text(json.dumps(notebook), encoding="utf-8")
+    return notes
+
+
+def _restore_answer_cells(notebook: dict, release: dict, name: str) -> list[str]:
+    from helpers.cells import is_answer_cell
+    present = {grade_id(c) for c in notebook["cells"] if isinstance(c, dict)}
+    notes = []
+    for index, cell in enumerate(release["cells"]):
+        gid = grade_id(cell)
+        if gid and is_answer_cell(cell) and gid not in present:
+            after = next((grade_id(c) for c in reversed(release["cells"][:index]) if grade_id(c) in present), None)
+            at = next((i + 1 for i, c in enumerate(notebook["cells"]) if after and grade_id(c) == after), 0)
+            notebook["cells"].insert(at, json.loads(json.dumps(cell)))
+            present.add(gid)
+            notes.append(f"{name}: answer cell {gid!r} was missing; it was graded as not answered")
     return notes
 
 
@@ -104,7 +132,8 @@ def tidy_submission(course: Course, sub: Submission, dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for path in sorted(source.iterdir()):
         if path.suffix == ".ipynb":
-            sub.problems += tidy_notebook(path, dest / path.name)
+            sub.problems += tidy_notebook(path, dest / path.name,
+                                          course.root / course.release / sub.assignment / path.name)
         elif path.is_file():   # timestamp.txt, submission_secret.txt, ... from nbgrader collect
             shutil.copy2(path, dest / path.name)
     for notebook in course.graded_notebooks():
@@ -131,8 +160,9 @@ def ensure_assignment(course: Course, assignment: str) -> None:
             raise SystemExit(f"nbgrader generate_assignment {assignment} failed:\n{proc.stderr[-3000:]}")
 
 
-def grade_group(course: Course, subs: list[Submission], folder: Path, overrides: list[str], memory: int) -> None:
-    """Autograde some submissions in a private course folder with a copy of the course gradebook."""
+def grade_group(course: Course, subs: list[Submission], folder: Path, overrides: dict, memory: int) -> None:
+    """Autograde some submissions, and write their feedback, in a private course folder with a copy
+    of the course gradebook (which carries the teachers' manual grades into the feedback)."""
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     shutil.copy(course.root / "nbgrader_config.py", folder / "nbgrader_config.py")
@@ -141,18 +171,37 @@ def grade_group(course: Course, subs: list[Submission], folder: Path, overrides:
     for sub in subs:
         tidy_submission(course, sub, folder / "submitted" / sub.student / sub.assignment)
     for assignment in sorted({s.assignment for s in subs}):
-        mine = [s for s in subs if s.assignment == assignment]
-        proc = nbgrader(["autograde", assignment, "--force", *overrides], folder, course.root, memory,
-                        timeout=STUDENT_SECONDS * len(mine))
-        if proc.returncode != 0 and not any((folder / "autograded" / s.student / assignment).exists() for s in mine):
-            for sub in mine:
-                sub.faults.append(f"nbgrader autograde failed: {_last_error(proc)}")
+        mine = [s.student for s in subs if s.assignment == assignment]
+        nbgrader(["grade-group", assignment, *mine, "--", json.dumps(overrides)], folder, course.root, memory,
+                 timeout=STUDENT_SECONDS * len(mine))
     faults = folder / FAULTS
     for line in faults.read_text().splitlines() if faults.exists() else []:
         record = json.loads(line)
         for sub in subs:
             if (sub.student, sub.assignment) == (record["student"], record["assignment"]):
                 sub.faults.append(f"{record['kind']} fault in {record['notebook']}: {record['text']}")
+    for sub in subs:   # a notebook nbgrader did not finish (its process was stopped) gets one more go
+        if any(f.startswith("confinement") for f in sub.faults):
+            continue
+        for notebook in unfinished(course, folder, sub):
+            again = nbgrader(["autograde", sub.assignment, "--force", "--student", sub.student, "--notebook", notebook,
+                              *[f"--Grading.{k}={v}" for k, v in overrides["Grading"].items() if k != "layers"],
+                              *[f"--Grading.layers={layer}" for layer in overrides["Grading"]["layers"]]],
+                             folder, course.root, memory)
+            if notebook in unfinished(course, folder, sub):
+                sub.faults.append(f"nbgrader could not grade {notebook}.ipynb ({_last_error(again)})")
+
+
+def unfinished(course: Course, folder: Path, sub: Submission) -> list[str]:
+    """Submitted graded notebooks whose autograded copy lacks the trusted grading summary."""
+    left = []
+    for notebook in course.graded_notebooks():
+        if not (folder / "submitted" / sub.student / sub.assignment / f"{notebook}.ipynb").exists():
+            continue
+        graded = folder / "autograded" / sub.student / sub.assignment / f"{notebook}.ipynb"
+        if not graded.exists() or '"grading_summary": true' not in graded.read_text(encoding="utf-8"):
+            left.append(notebook)
+    return left
 
 
 def _last_error(proc: subprocess.CompletedProcess) -> str:
@@ -170,23 +219,12 @@ def merge(course: Course, subs: list[Submission], folder: Path) -> None:
                 sub.faults.append("nbgrader wrote no autograded copy")
             continue
         records.merge_student(folder / "gradebook.db", course.root / "gradebook.db", sub.assignment, sub.student)
-        dest = course.root / "autograded" / sub.student / sub.assignment
-        shutil.rmtree(dest, ignore_errors=True)
-        shutil.copytree(autograded, dest)
+        for name in ("autograded", "feedback"):
+            source, dest = folder / name / sub.student / sub.assignment, course.root / name / sub.student / sub.assignment
+            shutil.rmtree(dest, ignore_errors=True)
+            if source.exists():
+                shutil.copytree(source, dest)
         sub.graded = True
-
-
-def feedback(course: Course, assignment: str, students: list[str]) -> str:
-    """nbgrader generate_feedback for these students only (the others' feedback stays as it is)."""
-    if not students:
-        return ""
-    others = sorted(p.name for p in (course.root / "autograded").glob("*") if (p / assignment).is_dir()
-                    and p.name not in students)
-    args = ["generate_feedback", assignment, "--force"]
-    if others:
-        args.append(f"--CourseDirectory.student_id_exclude={','.join(others)}")
-    proc = nbgrader(args, course.root, course.root)
-    return "" if proc.returncode == 0 else _last_error(proc)
 
 
 def write_tables(course: Course, subs: list[Submission], seed: int) -> None:
@@ -259,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         print(exc)
         return 2
     print("Confinement: " + "; ".join(f"{k} {'on' if k in layers else 'off'}"
-                                       + ("" if v is None else f" ({v})") for k, v in probe.items()))
+                                       + ("" if v is None or k in layers else f" ({v})")
+                                       for k, v in probe.items() if k in confine.LAYERS))
     if not layers:
         if not settings.unconfined:
             print("No confinement layer works on this machine, so student code would run with your rights. "
@@ -274,10 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     for assignment in sorted({s.assignment for s in subs}):
         ensure_assignment(course, assignment)
-    overrides = [f"--Grading.seed={seed}", *[f"--Grading.layers={layer}" for layer in layers or ["none"]],
-                 f"--Grading.unconfined={bool(settings.unconfined)}",
-                 f"--Grading.memory_gib={settings.memory_gib}", f"--Grading.seconds={settings.seconds}",
-                 f"--Grading.cell_timeout={settings.cell_timeout}"]
+    overrides = {"Grading": {"seed": seed, "layers": layers or ["none"], "unconfined": bool(settings.unconfined),
+                             "memory_gib": settings.memory_gib, "seconds": settings.seconds,
+                             "cell_timeout": settings.cell_timeout}}
     memory = int(2 * settings.memory_gib * 2 ** 30) + NBGRADER_OWN_MEMORY
     jobs = max(1, min(settings.jobs, len(subs)))
     groups = [subs[i::jobs] for i in range(jobs)]
@@ -294,12 +332,6 @@ def main(argv: list[str] | None = None) -> int:
                     sub.faults.append(f"grading failed: {exc!r}")
     for group, folder in zip(groups, folders):   # one writer
         merge(course, group, folder)
-    for assignment in sorted({s.assignment for s in subs}):
-        problem = feedback(course, assignment, [s.student for s in subs if s.graded and s.assignment == assignment])
-        if problem:
-            for sub in subs:
-                if sub.assignment == assignment:
-                    sub.problems.append(f"feedback could not be generated ({problem})")
     write_tables(course, subs, seed)
     failed = [s for s in subs if s.faults]
     for sub in subs:

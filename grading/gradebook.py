@@ -12,7 +12,6 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-from nbgrader.api import Gradebook, MissingEntry
 
 
 def _url(path) -> str:
@@ -21,6 +20,7 @@ def _url(path) -> str:
 
 def merge_student(source_db, course_db, assignment: str, student: str) -> None:
     """Copy one student's automatic grading of one assignment from a group gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
     with warnings.catch_warnings(), Gradebook(_url(source_db)) as source, Gradebook(_url(course_db)) as course:
         warnings.simplefilter("ignore")   # SQLAlchemy's autoflush notes inside nbgrader's API
         graded = source.find_submission(assignment, student)
@@ -57,6 +57,7 @@ class NotebookGrade:
 
 def grades(course_db, assignment: str, students: list[str] | None = None) -> list[NotebookGrade]:
     """Every notebook grade of an assignment (score after manual grades, before the late penalty)."""
+    from nbgrader.api import Gradebook
     rows = []
     with Gradebook(_url(course_db)) as gradebook:
         for submission in gradebook.assignment_submissions(assignment):
@@ -72,6 +73,7 @@ def grades(course_db, assignment: str, students: list[str] | None = None) -> lis
 
 def cell_grades(course_db, assignment: str, student: str) -> dict[tuple[str, str], tuple[float, float]]:
     """(notebook, grade id) -> (score, max score) of one student's submission."""
+    from nbgrader.api import Gradebook
     found = {}
     with Gradebook(_url(course_db)) as gradebook:
         for notebook in gradebook.find_submission(assignment, student).notebooks:

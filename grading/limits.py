@@ -1,9 +1,10 @@
 """Time and memory limits on processes that run student code, enforced from outside.
 
-`watch` waits for a process while summing the resident memory of its whole tree; a process of
-the tree that pushes the total over the cap is killed (for nbgrader: the kernel, so nbgrader
-reports a dead kernel and goes on), and the whole tree is killed after the time limit.
-Polling the resident memory works with any allocator and does not need cgroups.
+`watch` waits for a process while summing the memory of the processes below it (their
+proportional set size, so that forked processes sharing pages are not counted many times); over
+the cap, the largest of them is killed (for nbgrader: a student's kernel, so nbgrader reports a
+dead kernel and goes on; never the watched process itself, unless `kill_whole_tree`), and the
+whole tree is killed after the time limit. Polling works with any allocator and needs no cgroups.
 """
 from __future__ import annotations
 
@@ -11,20 +12,11 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
-from typing import Callable
 
 import psutil
 
-DEFAULT_MEMORY = 2 * 1024 ** 3
-DEFAULT_SECONDS = 60
-
-
-@dataclass
-class Limits:
-    """What student code may use: bytes of memory (default 2 GiB) and seconds per run."""
-    memory: int = int(float(os.environ.get("GRADING_MEMORY_GIB", 2)) * 1024 ** 3)
-    seconds: float = float(os.environ.get("GRADING_SECONDS", DEFAULT_SECONDS))
+POLL_SECONDS = 0.05   # how often the sizes of the watched processes are read
+TREE_REFRESH = 0.5    # how often the list of processes in the tree is renewed
 
 
 def _tree(proc: psutil.Process) -> list[psutil.Process]:
@@ -47,21 +39,21 @@ def kill_tree(pid: int) -> None:
         pass
 
 
-POLL_SECONDS = 0.05   # how often the sizes of the watched processes are read
-TREE_REFRESH = 0.5    # how often the list of processes in the tree is renewed
-STARTUP_SECONDS = 300  # importing torch on a busy machine is slow, and is not the student's time
+def _size(process: psutil.Process) -> int:
+    """Proportional set size (shared pages divided among their sharers); RSS where unavailable."""
+    try:
+        return process.memory_full_info().pss
+    except (psutil.AccessDenied, AttributeError):
+        return process.memory_info().rss
 
 
-def watch(proc: subprocess.Popen, memory: int, seconds: float, kill_whole_tree: bool = True,
-          started: Callable[[], bool] | None = None) -> str:
+def watch(proc: subprocess.Popen, memory: int, seconds: float, kill_whole_tree: bool = True) -> str:
     """Wait for `proc`; return why it was stopped ('' if it was not).
 
-    Over `memory`, the largest process of the tree is killed (all of it with `kill_whole_tree`);
-    over `seconds`, everything is. With `started`, the seconds count from the moment it first
-    returns True (the student's code begins), and start-up has its own generous limit.
+    When the processes below `proc` use more than `memory` together, the largest of them is killed
+    (all of the tree with `kill_whole_tree`); after `seconds`, everything is.
     """
     start = time.monotonic()
-    clock_started = started is None
     reason = ""
     root = psutil.Process(proc.pid)
     tree: list[psutil.Process] = []
@@ -70,11 +62,11 @@ def watch(proc: subprocess.Popen, memory: int, seconds: float, kill_whole_tree: 
         # Listing the tree reads every process of the machine: do it now and then, and read
         # only the known processes' sizes in between (cheap), so watching costs almost nothing.
         if time.monotonic() - refreshed >= TREE_REFRESH:
-            tree, refreshed = _tree(root), time.monotonic()
+            tree, refreshed = _tree(root)[1:], time.monotonic()
         sizes = []
         for p in tree:
             try:
-                sizes.append((p.memory_info().rss, p))
+                sizes.append((_size(p), p))
             except psutil.Error:
                 continue
         if sum(s for s, _ in sizes) > memory:
@@ -82,10 +74,10 @@ def watch(proc: subprocess.Popen, memory: int, seconds: float, kill_whole_tree: 
             if kill_whole_tree:
                 kill_tree(proc.pid)
             else:
-                max(sizes, key=lambda item: item[0])[1].kill()
-        if not clock_started and started():
-            clock_started, start = True, time.monotonic()
-        if time.monotonic() - start > (seconds if clock_started else STARTUP_SECONDS):
+                victim = max(sizes, key=lambda item: item[0])[1]
+                victim.kill()
+                refreshed = -TREE_REFRESH
+        if time.monotonic() - start > seconds:
             kill_tree(proc.pid)
             proc.wait()
             return f"it ran longer than {seconds:.0f} s (an endless loop or a long sleep?) and was stopped"

@@ -1,6 +1,11 @@
 """nbgrader, started without two slow detours that change nothing about grading.
 
     python grading/nbgrader_cli.py autograde attention ...   (the grader's way to run nbgrader)
+    python grading/nbgrader_cli.py grade-group attention alice bob -- '{"Grading": {...}}'
+
+The second form is how `make grade` grades a group of students in its course folder: one
+process runs nbgrader's own API (as formgrader does) to autograde each student and then to
+generate their feedback, with the course's nbgrader_config.py and the given settings on top.
 
 `fast_start()` is called by this script and by `grading.grade` before it imports nbgrader:
 1. nbgrader imports nbformat, which imports jsonschema, whose format checkers import
@@ -40,8 +45,35 @@ def fast_start() -> None:
 
 nbgrader_alembic_version = None  # nbgrader's own way, once fast_start() has run
 
+def grade_group(assignment: str, students: list[str], settings: dict, log) -> int:
+    """Autograde, then generate feedback for, each student with nbgrader's API; 0 if all went well."""
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = Config()
+    config.merge(PyFileConfigLoader("nbgrader_config.py", path=os.getcwd()).load_config())
+    config.merge(Config(settings))
+    api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+    status = 0
+    for step in ("autograde", "generate_feedback"):
+        for student in students:
+            result = getattr(api, step)(assignment, student, force=True)
+            log.write(f"$ {step} {assignment} {student}: {'ok' if result['success'] else 'FAILED'}\n"
+                      f"{result.get('log', '')}{result.get('error', '')}\n")
+            log.flush()
+            status |= not result["success"]
+    return int(status)
+
+
 if __name__ == "__main__":
     fast_start()
+    if sys.argv[1:2] == ["grade-group"]:
+        import json
+        args = sys.argv[2:]
+        split = args.index("--")
+        sys.exit(grade_group(args[0], args[1:split], json.loads(args[split + 1]), sys.stdout))
     from nbgrader.apps.nbgraderapp import main
 
     sys.argv[0] = "nbgrader"

@@ -17,6 +17,7 @@ keeps nothing of it) and the fault is recorded for `make grade` to report.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import json
 import os
@@ -35,12 +36,11 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 
 from . import confine
 from .manifest import Course, load
-from .settings import Grading
+from .settings import FAULTS, Grading
 from .trusted import ConfinementFailed, Verdict, grade_student, test_cells
 from .workspace import Workspace, choose_layers
 
 KERNEL_NAME = "attention-confined"
-FAULTS = Path("build") / "grading" / "faults.jsonl"
 PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 36, 4
 
 
@@ -59,7 +59,8 @@ class _Run:
             raise ConfinementFailed("no confinement layer works on this machine: " + "; ".join(
                 f"{k}: {v}" for k, v in self.probe.items()) + " (pass --Grading.unconfined=True to grade anyway)")
         self.workspaces: dict[tuple[str, str], Workspace] = {}
-        self.verdicts: dict[tuple[str, str], dict[str, list[Verdict]]] = {}
+        self.trusted: dict[tuple[str, str], concurrent.futures.Future] = {}
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)          # no student process may read this one's memory
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)   # orphans of the kernels come back here
@@ -71,6 +72,19 @@ class _Run:
             workspace.fill(self.submitted(student, assignment), self.root / self.coursedir.source_directory / assignment)
             self.workspaces[key] = workspace
         return self.workspaces[key]
+
+    def start_trusted(self, student: str, assignment: str) -> concurrent.futures.Future:
+        """The trusted verdict on a student's whole submission, computed in the background (it
+        runs while nbgrader executes the notebooks)."""
+        key = (student, assignment)
+        if key not in self.trusted:
+            submitted = self.submitted(student, assignment)
+            paths = {name: submitted / f"{name}.ipynb" for name in self.course.graded_notebooks()
+                     if (submitted / f"{name}.ipynb").exists()}
+            workspace = self.workspace(student, assignment)
+            self.trusted[key] = self.pool.submit(grade_student, self.course, paths, self.seed, self.settings,
+                                                 self.layers, workspace, self.language(assignment))
+        return self.trusted[key]
 
     def submitted(self, student: str, assignment: str) -> Path:
         return Path(self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment))
@@ -93,6 +107,8 @@ class _Run:
         graded = self.course.graded_notebooks()
         if graded and notebook == graded[-1]:
             workspace = self.workspaces.pop((student, assignment), None)
+            self.trusted.pop((student, assignment), None)
+            sweep_orphans()
             if workspace is not None:
                 workspace.remove()
 
@@ -119,8 +135,16 @@ def sweep_orphans() -> None:
     if os.environ.get("ATTENTION_GRADER_PROCESS") != "1":
         return
     import psutil
+
+    from .trusted import RUNNING
     for _ in range(20):
-        children = psutil.Process().children(recursive=True)
+        keep = set(RUNNING)   # a sandbox at work, and what runs below it
+        for pid in list(keep):
+            try:
+                keep |= {p.pid for p in psutil.Process(pid).children(recursive=True)}
+            except psutil.Error:
+                pass
+        children = [p for p in psutil.Process().children(recursive=True) if p.pid not in keep]
         if not children:
             return
         for child in children:
@@ -148,6 +172,7 @@ class ConfinedExecute(Execute):
     def preprocess(self, nb, resources):
         run = run_of(self.config)
         student, assignment, notebook = _ids(resources)
+        run.start_trusted(student, assignment)
         self._workspace = run.workspace(student, assignment)
         self._policy = run.root / "build" / "grading" / "kernels" / f"{uuid.uuid4().hex}.json"
         self._policy.parent.mkdir(parents=True, exist_ok=True)
@@ -234,20 +259,11 @@ class TrustedGrades(NbGraderPreprocessor):
         if not cells:
             run.finished(student, assignment, notebook)
             return nb, resources
-        key = (student, assignment)
-        if key not in run.verdicts:
-            submitted = run.submitted(student, assignment)
-            paths = {nb_name: submitted / f"{nb_name}.ipynb" for nb_name in run.course.graded_notebooks()
-                     if (submitted / f"{nb_name}.ipynb").exists()}
-            try:
-                run.verdicts[key] = grade_student(run.course, paths, run.seed, run.settings, run.layers,
-                                                  run.workspace(student, assignment), run.language(assignment))
-            except ConfinementFailed as failed:
-                run.fault(student, assignment, notebook, "confinement", str(failed))
-                raise
-            finally:
-                sweep_orphans()
-        verdicts = run.verdicts[key].get(notebook, [])
+        try:
+            verdicts = run.start_trusted(student, assignment).result().get(notebook, [])
+        except ConfinementFailed as failed:
+            run.fault(student, assignment, notebook, "confinement", str(failed))
+            raise
         self._save(resources, verdicts, run)
         for verdict in verdicts:
             if verdict.fault:

@@ -43,6 +43,25 @@ def _not_dumpable() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
+class _LandlockAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+def _scope_child() -> None:
+    """Put the child in a Landlock domain of its own that only scopes signals and abstract unix
+    sockets (ABI >= 6): it can no longer signal the driver. Without it, killing the driver costs
+    the student the rest of their trusted run, and nobody else anything."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(444, None, 0, 1) < 6:
+        return
+    attr = _LandlockAttr(0, 0, 0x1 | 0x2)   # LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL
+    fd = libc.syscall(444, ctypes.byref(attr), ctypes.sizeof(attr), 0)
+    if fd >= 0:
+        libc.prctl(38, 1, 0, 0, 0)          # PR_SET_NO_NEW_PRIVS, needed to restrict oneself
+        libc.syscall(446, fd, 0)
+        os.close(fd)
+
+
 # --------------------------------------------------------------------------- framing
 
 def _send(fd: int, header: dict, arrays: dict[str, np.ndarray]) -> None:
@@ -127,6 +146,7 @@ def _child(unit: dict, exercises: list[str], cases: list, specs: dict, fd: int, 
             with contextlib.suppress(OSError):
                 os.close(other)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+    _scope_child()
 
     class OpRecorder(TorchDispatchMode):
         """Notes built-in attention operators as they run (a backstop to the grader's static policy)."""

@@ -16,6 +16,7 @@ from traitlets.config import Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
 CONFIG_FILE = "nbgrader_config.py"
+FAULTS = Path("build") / "grading" / "faults.jsonl"   # where the plugins record a student they could not grade
 
 
 class Grading(Configurable):

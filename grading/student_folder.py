@@ -37,7 +37,7 @@ $(VENV)/.installed: requirements.txt
 \ttouch $@
 
 lab: $(VENV)/.installed
-\tJUPYTER_CONFIG_PATH=$(STUDENT_CONFIG) $(VENV)/bin/jupyter lab $(START) $(LAB_ROOT) $(LAB_ARGS)
+\tJUPYTER_CONFIG_PATH=$(STUDENT_CONFIG) PYTHONPATH=$(abspath binder) $(VENV)/bin/jupyter lab $(START) $(LAB_ROOT) $(LAB_ARGS)
 """
 
 

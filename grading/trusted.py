@@ -46,6 +46,9 @@ SANDBOX = Path(__file__).with_name("sandbox.py")
 STARTUP_SECONDS = 120   # starting Python and importing torch inside the sandbox, on a busy machine
 
 
+RUNNING: set[int] = set()   # pids of sandboxes at work in this process (not orphans to sweep)
+
+
 class ConfinementFailed(Exception):
     """The confinement could not be set up: the student is not graded (never unconfined)."""
 
@@ -158,12 +161,16 @@ def run_sandbox(units: list[Unit], cases: list[Case], workspace: Workspace, cour
     exercises = sum(len(u.exercises) for u in units)
     with open(work.parent / "sandbox-stdout", "w+b") as out, open(work.parent / "sandbox-stderr", "w+b") as err:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, start_new_session=True)
-        proc.stdin.write(SANDBOX.read_bytes())
-        proc.stdin.close()
-        # The driver limits each exercise; this is the backstop for the whole run.
-        problem = watch(proc, int(settings.memory_gib * 2 ** 30) + 2 ** 30,
-                        STARTUP_SECONDS + exercises * (settings.seconds + 10))
-        proc.wait()
+        RUNNING.add(proc.pid)
+        try:
+            proc.stdin.write(SANDBOX.read_bytes())
+            proc.stdin.close()
+            # The driver limits each exercise; this is the backstop for the whole run.
+            problem = watch(proc, int(settings.memory_gib * 2 ** 30) + 2 ** 30,
+                            STARTUP_SECONDS + exercises * (settings.seconds + 10))
+            proc.wait()
+        finally:
+            RUNNING.discard(proc.pid)
         out.seek(0)
         err.seek(0)
         output, errors = out.read(), err.read().decode(errors="replace")

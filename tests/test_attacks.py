@@ -1,109 +1,198 @@
-"""The grader under attack: hostile, broken and messy submissions through `make grade`.
+"""Getting out of the confinement, tried through `make grade` under each layer the machine offers.
 
-In a throw-away copy of the course, one `make grade` run grades the students of
-`tests/attacks.py` and an honest control student: every trick loses, every fault is graded 0
-with its reason, every messy right answer keeps full marks, the control student is untouched.
+In a throw-away copy of the course, with a canary planted in `source/` and in another student's
+folder, a secret in the grader's own environment and a TCP listener on loopback, `make grade`
+grades the escapers and faulty students of `tests/attacks.py` next to an honest control student,
+once confined by Landlock alone and once by bubblewrap alone. Every attempt must gain nothing:
+its exercise scores 0, no attempt reports success, the control student keeps full marks, the
+course's files hash the same before and after, the canary and the secret appear in no output, no
+process of the class is left, and the listener sees no connection. Under CI=true a layer this
+machine cannot offer is a failure, not a skip.
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import secrets
+import socket
+import threading
+from pathlib import Path
+
+import psutil
 import pytest
 
 import attacks
-from conftest import grade_class
+from conftest import GRADING_SEED, REPO, copy_course, describe, run
+from grading import confine
 from grading.classroom import submission, write_submission
-from grading.trusted import graded_notebooks
-from grading.trusted import target_cell
+from grading.manifest import load
+
+pytestmark = pytest.mark.slow
+GRADING_OUTPUTS = ("autograded", "feedback", "build", "gradebook.db", "grades.csv", "grades_by_cell.csv")
 
 
-def cell_of(target: str) -> tuple[str, str]:
-    return target_cell(target)
+def _hashes(root: Path) -> dict[str, str]:
+    found = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_file() and rel.parts[0] not in GRADING_OUTPUTS and "__pycache__" not in rel.parts:
+            found[rel.as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
 
 
-def build_class(course) -> None:
-    write_submission(course, "control", submission({}, notebooks=graded_notebooks()))
-    for student in attacks.STUDENTS:
-        write_submission(course, student.name, student.build())
-    # A notebook that is not JSON at all, next to a good one.
-    folder = write_submission(course, "broken_json", submission({}, notebooks=["01_scaling_problem"]))
-    (folder / "02_scaled_dot_product_attention.ipynb").write_text('{"cells": [ this is not json')
+class Listener:
+    """A TCP listener on loopback that counts connections."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port, self.connections = self.sock.getsockname()[1], 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            conn.close()
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    course, cells, output = grade_class(tmp_path_factory.mktemp("attacks"), build_class)
-    return course, None, cells, output
+@pytest.fixture(scope="module", params=["landlock", "bwrap"])
+def graded(request, tmp_path_factory):
+    layer = request.param
+    why_not = confine.probe().get(layer)
+    if why_not:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{layer} is not available on this CI machine: {why_not}")
+        pytest.skip(f"{layer} is not available here: {why_not}")
+    token = f"canary-{secrets.token_hex(8)}"
+    listener = Listener()
+    course_root = copy_course(tmp_path_factory.mktemp(f"attacks-{layer}") / "course")
+    course = load(course_root)
+    (course_root / "source" / "CANARY.txt").write_text(token)
+    control = write_submission(course_root, "control", submission(course, {}, course.graded_notebooks()), "attention")
+    (control / "notes.txt").write_text(token)
+    marker = f"leftover-{secrets.token_hex(8)}"
+    paths = {"course": str(course_root), "source_canary": str(course_root / "source" / "CANARY.txt"),
+             "other_canary": str(control / "notes.txt"), "marker": marker, "port": listener.port,
+             "instructor": str(course.source_notebook("02_scaled_dot_product_attention")),
+             "instructor_04": str(course.source_notebook("04_concat_heads"))}
+    students = attacks.escapes(course, paths)
+    for student in students:
+        write_submission(course_root, student.name, student.build(course), "attention")
+    before = _hashes(course_root)
+    args = f"--seed {GRADING_SEED} --seconds 10 --cell-timeout 15 --layers {layer}"
+    proc = run(["make", "grade", f"VENV={REPO / '.venv'}", "JOBS=2",
+                f"GRADE_ARGS={args}"], cwd=course_root, timeout=1800, env={"ATTENTION_TEST_SECRET": token})
+    import csv
+    with open(course_root / "grades_by_cell.csv") as handle:
+        cells = {(r["student"], r["cell"]): r for r in csv.DictReader(handle)}
+    return {"course": course, "root": course_root, "proc": proc, "cells": cells, "students": students,
+            "token": token, "marker": marker, "listener": listener, "before": before, "layer": layer}
 
 
-def _cells_of(cells, student):
-    return {grade_id: row for (s, grade_id), row in cells.items() if s == student}
+def _row(graded, student, item):
+    return graded["cells"][(student, graded["course"].item(item).test_cell)]
 
 
-TRICKS = [(st.name, target, kind, trick) for st in attacks.STUDENTS for target, (kind, trick) in st.expected.items()]
+def test_grading_ran_confined_by_the_layer_asked_for(graded):
+    proc = graded["proc"]
+    assert proc.returncode == 0, describe(proc)
+    assert f"{graded['layer']} on" in proc.stdout
+    summary = (graded["root"] / "autograded" / "control" / "attention" / "01_scaling_problem.ipynb").read_text()
+    assert f"confinement: {graded['layer']}" in summary
 
 
-def _ids(kind):
-    return [f"{trick}-{target}" for _, target, k, trick in TRICKS if k == kind]
+def test_every_attempt_scores_zero(graded):
+    for student in graded["students"]:
+        for item, (kind, name) in student.expected.items():
+            row = _row(graded, student.name, item)
+            assert float(row["score"]) == 0, f"{student.name}/{name} earned {row['score']}"
 
 
-@pytest.mark.parametrize("student,target,trick", [(s, t, n) for s, t, k, n in TRICKS if k == "attack"],
-                         ids=_ids("attack"))
-def test_no_trick_inside_the_kernel_earns_marks(graded, student, target, trick):
-    _, _, cells, _ = graded
-    row = _cells_of(cells, student)[cell_of(target)[1]]
-    assert float(row["score"]) == 0, f"{trick} earned {row['score']}"
+def _printed(path: Path) -> list[str]:
+    """The lines a notebook's cells printed."""
+    import json
+    lines = []
+    for cell in json.loads(path.read_text())["cells"]:
+        for output in cell.get("outputs", []):
+            text = output.get("text", "")
+            lines += ("".join(text) if isinstance(text, list) else text).splitlines()
+    return lines
 
 
-@pytest.mark.parametrize("student,target,trick", [(s, t, n) for s, t, k, n in TRICKS if k == "fault"],
-                         ids=_ids("fault"))
-def test_a_broken_exercise_scores_zero_with_its_reason(graded, student, target, trick):
-    course, _, cells, _ = graded
-    notebook, grade_id = cell_of(target)
-    row = _cells_of(cells, student)[grade_id]
-    word = next(st for st in attacks.STUDENTS if st.name == student).reasons[target]
+def test_no_attempt_reports_success(graded):
+    for student in graded["students"]:
+        for notebook in (graded["root"] / "autograded" / student.name / "attention").glob("*.ipynb"):
+            escaped = [line for line in _printed(notebook) if "ESCAPED" in line]
+            assert not escaped, f"{student.name}/{notebook.name}: {escaped}"
+
+
+def test_the_attempts_really_ran(graded):
+    """The escape lines are in the autograded notebooks: the attempts ran and were stopped."""
+    for student, count in (("escaper_reads", 10), ("escaper_writes", 7)):
+        lines = _printed(graded["root"] / "autograded" / student / "attention" / "01_scaling_problem.ipynb")
+        assert sum(line.startswith("ESCAPE ") and "stopped" in line for line in lines) >= count, lines
+
+
+def test_the_control_student_keeps_full_marks(graded):
+    own = {k: r for k, r in graded["cells"].items() if k[0] == "control"}
+    assert len(own) == len(graded["course"].items)
+    assert all(r["score"] == r["max_score"] for r in own.values()), own
+
+
+def test_course_files_are_byte_identical(graded):
+    assert _hashes(graded["root"]) == graded["before"]
+    assert not (graded["root"] / "PWNED.txt").exists()
+
+
+def test_the_canary_and_the_grader_secret_appear_in_no_output(graded):
+    token, root = graded["token"], graded["root"]
+    assert token not in graded["proc"].stdout + graded["proc"].stderr
+    for name in ("grades.csv", "grades_by_cell.csv"):
+        assert token not in (root / name).read_text()
+    for student in graded["students"]:
+        for folder in ("autograded", "feedback"):
+            for path in (root / folder / student.name).rglob("*"):
+                if path.is_file() and path.suffix in (".ipynb", ".html"):
+                    assert token not in path.read_text(errors="replace"), path
+
+
+def test_no_process_of_the_class_is_left(graded):
+    left = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if graded["marker"] in " ".join(proc.info["cmdline"] or []):
+            left.append(proc.pid)
+    assert left == []
+    assert not list(Path("/tmp").glob(f"escaped-{graded['marker']}"))
+
+
+def test_the_network_was_cut(graded):
+    assert graded["listener"].connections == 0
+
+
+@pytest.mark.parametrize("item", ["scaled_scores", "scaled_dot_product_attention", "split_heads", "concat_heads",
+                                  "to_torch_mha"])
+def test_a_fault_scores_zero_with_its_reason_in_the_feedback(graded, item):
+    student = next(s for s in graded["students"] if s.name == "faulty")
+    row = _row(graded, "faulty", item)
+    word = student.reasons[item]
     assert float(row["score"]) == 0 and word in row["reason"], row
-    feedback = (course / "feedback" / student / "attention" / f"{notebook}.html").read_text()
-    assert word in feedback
+    notebook = graded["course"].item(item).notebook
+    assert word in (graded["root"] / "feedback" / "faulty" / "attention" / f"{notebook}.html").read_text()
 
 
 def test_what_a_fault_did_not_break_keeps_its_marks(graded):
-    _, _, cells, _ = graded
-    student = next(st for st in attacks.STUDENTS if st.name == "faulty")
-    broken = {cell_of(t)[1] for t in student.expected}
-    kept = {g: r for g, r in _cells_of(cells, "faulty").items() if g not in broken}
-    assert {"test_raw_scores", "test_quick_check", "test_multi_head_attention"} <= set(kept)
-    assert all(r["score"] == r["max_score"] for r in kept.values()), kept
-
-
-def test_right_answers_in_messy_notebooks_keep_full_marks(graded):
-    _, _, cells, _ = graded
-    own = _cells_of(cells, "messy")
-    assert len(own) == 8 and all(r["score"] == r["max_score"] for r in own.values()), \
-        {g: r["reason"] for g, r in own.items() if r["score"] != r["max_score"]}
-
-
-def test_the_control_student_is_untouched(graded):
-    _, _, cells, _ = graded
-    own = _cells_of(cells, "control")
-    assert len(own) == 8 and all(r["score"] == r["max_score"] for r in own.values())
-
-
-def test_attack_suite_is_large_enough():
-    assert len([t for t in TRICKS if t[2] in ("attack", "fault")]) >= 15
-
-
-def test_an_invalid_notebook_is_reported_by_name_and_costs_only_itself(graded):
-    course, _, cells, output = graded
-    own = _cells_of(cells, "broken_json")
-    assert own["test_scaled_dot_product_attention"]["score"] == "0"
-    assert all(own[g]["score"] == own[g]["max_score"] for g in ("test_raw_scores", "test_scaled_scores", "test_quick_check"))
-    assert "02_scaled_dot_product_attention.ipynb is not a valid notebook" in output
+    broken = {graded["course"].item(i).test_cell for i in next(s for s in graded["students"] if s.name == "faulty").expected}
+    kept = {k[1]: r for k, r in graded["cells"].items() if k[0] == "faulty" and k[1] not in broken}
+    assert kept and all(r["score"] == r["max_score"] for r in kept.values()), kept
 
 
 def test_nothing_is_left_for_manual_grading(graded):
     from nbgrader.api import Gradebook
-
-    course = graded[0]
-    for db in (course / "build" / "grading" / "groups").glob("*/gradebook.db"):
-        with Gradebook(f"sqlite:///{db}") as gradebook:
-            for submission_ in gradebook.assignment_submissions("attention"):
-                assert not submission_.needs_manual_grade, submission_.student.id
+    with Gradebook(f"sqlite:///{graded['root'] / 'gradebook.db'}") as gradebook:
+        for sub in gradebook.assignment_submissions("attention"):
+            assert not sub.needs_manual_grade, sub.student.id

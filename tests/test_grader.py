@@ -1,13 +1,15 @@
-"""The grader, graded: `make grade` on a class of wrong and right submissions.
+"""The grader, graded: one `make grade JOBS=2` run on a class of wrong, tricky and right submissions.
 
-In a throw-away copy of the course, one `make grade JOBS=2` run grades:
-- mutant students: each carries at most one catalogued mistake per exercise (from
-  `grading/mistakes.py`, plus the wrong options of the quick check) and right answers elsewhere;
-  every mistake must lose points on its own test cell, and nothing else may;
-- alternative students: right answers in other styles (`grading/alternatives.py`), which must keep
-  full marks;
-and checks what a teacher gets: grades.csv, feedback HTML without hidden tests, autograded copies.
-The mutation score per exercise is printed.
+In a throw-away copy of the course:
+- mutant students: each carries at most one catalogued wrong answer per item (a mistake of the
+  manifest, or a wrong option of a question) and right answers elsewhere; every wrong answer
+  must lose points on its own test cell, and nothing else may;
+- trick students (tests/attacks.py): wrong answers dressed up with tricks inside the kernel;
+- alternative students: right answers in other styles (the manifest's alternatives), which must
+  keep full marks, and messy right answers;
+and checks what a teacher gets: the course gradebook, grades.csv, feedback without hidden tests.
+The mutation score per item is printed. Every other edition of the course takes part: some
+students submit it, so a class may mix editions.
 """
 from __future__ import annotations
 
@@ -16,106 +18,125 @@ from collections import defaultdict
 
 import pytest
 
+import attacks
 from conftest import grade_class
-
-from grading.alternatives import ALTERNATIVES
 from grading.classroom import submission, wrong_answer, write_submission
-from grading.mistakes import EDITS
-from grading.trusted import QUICK_CHECK, graded_notebooks
-from grading.trusted import target_cell
-from grading.trusted import test_cells as cells_of_notebook
+from grading.manifest import load
 
-QUICK_CHECK_WRONG = ["A", "C", "D"]
-MUTANTS_PER_EXERCISE = 7  # through the real grader; tests/test_checks.py runs every catalogued mistake
+pytestmark = pytest.mark.slow
+COURSE = load()
 
 
-def mistakes_by_target() -> dict[str, list[str]]:
-    found = {target: list(mistakes)[:MUTANTS_PER_EXERCISE] for target, mistakes in EDITS.items()}
-    found[QUICK_CHECK] = QUICK_CHECK_WRONG
-    return found
+def wrong_answers() -> dict[str, list[str]]:
+    """Every catalogued wrong answer of every item."""
+    return {i.name: (i.wrong_options if i.is_choice else list(i.mistakes)) for i in COURSE.items}
 
 
-def cell_of(target: str) -> tuple[str, str]:
-    return target_cell(target)
-
-
-def build_class(course) -> dict[str, dict[str, str]]:
-    """Write the students; return, per student, which mistake each target carries."""
-    plan: dict[str, dict[str, str]] = {}
-    catalogue = mistakes_by_target()
-    for k in range(MUTANTS_PER_EXERCISE):
-        carried = {t: m[k] for t, m in catalogue.items() if k < len(m)}
-        answers = {t: wrong_answer(t, mistake) for t, mistake in carried.items()}
-        write_submission(course, f"mutant{k:02d}", submission(answers))
-        plan[f"mutant{k:02d}"] = carried
+def build_class(course_root) -> dict[str, tuple[str, dict[str, str]]]:
+    """Write the students; return, per student, (assignment, which wrong answer each item carries)."""
+    course = load(course_root)
+    editions = [e.assignment for e in course.editions]
+    plan: dict[str, tuple[str, dict[str, str]]] = {}
+    catalogue = wrong_answers()
+    for k in range(max(len(v) for v in catalogue.values())):
+        carried = {item: answers[k] for item, answers in catalogue.items() if k < len(answers)}
+        assignment = editions[k % len(editions)]
+        edition = course.edition(assignment).name
+        answers = {item: wrong_answer(course, item, mistake) for item, mistake in carried.items()}
+        write_submission(course_root, f"mutant{k:02d}",
+                         submission(course, answers, course.graded_notebooks(), edition), assignment)
+        plan[f"mutant{k:02d}"] = (assignment, carried)
     for i in range(2):
-        answers = {t: styles[i] for t, styles in ALTERNATIVES.items()}
-        write_submission(course, f"alternative{i}", submission(answers, notebooks=graded_notebooks()))
-        plan[f"alternative{i}"] = {}
+        answers = {item.name: item.alternatives[i] for item in course.items if len(item.alternatives) > i}
+        assignment = editions[(i + 1) % len(editions)]
+        write_submission(course_root, f"alternative{i}",
+                         submission(course, answers, course.graded_notebooks(), course.edition(assignment).name),
+                         assignment)
+        plan[f"alternative{i}"] = (assignment, {})
+    for student in attacks.tricks(course):
+        write_submission(course_root, student.name, student.build(course), "attention")
+        plan[student.name] = ("attention", {})
     return plan
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     plan = {}
-    course, cells, output = grade_class(tmp_path_factory.mktemp("grader"), lambda course: plan.update(build_class(course)))
+    course, cells, output = grade_class(tmp_path_factory.mktemp("grader"), lambda c: plan.update(build_class(c)),
+                                        jobs=2)
     return course, plan, cells, output
 
 
-def test_every_mistake_loses_points_on_its_own_cell_and_nowhere_else(graded):
+def test_every_wrong_answer_loses_points_on_its_own_cell_and_nowhere_else(graded):
     course, plan, cells, _ = graded
     killed, survived = defaultdict(int), []
-    for student, carried in plan.items():
-        if not carried:
+    for student, (_, carried) in plan.items():
+        if not student.startswith("mutant"):
             continue
-        for target, mistake in carried.items():
-            _, grade_id = cell_of(target)
-            row = cells[(student, grade_id)]
+        for item, mistake in carried.items():
+            row = cells[(student, COURSE.item(item).test_cell)]
             if float(row["score"]) < float(row["max_score"]):
-                killed[target] += 1
+                killed[item] += 1
             else:
-                survived.append(f"{target}/{mistake}")
-        bad_targets = {cell_of(t)[1] for t in carried}
-        notebooks = {cell_of(t)[0] for t in carried}
-        for (s, grade_id), row in cells.items():
-            if s == student and row["notebook"] in notebooks and grade_id not in bad_targets:
-                assert row["score"] == row["max_score"], f"{student}: {grade_id} lost points: {row['reason']}"
-    catalogue = mistakes_by_target()
-    print("\nmutation score per exercise:")
-    for target, mistakes in catalogue.items():
-        print(f"  {target:30s} {killed[target]:2d} / {len(mistakes)} mistakes lose points")
-    total = sum(len(m) for m in catalogue.values())
-    print(f"  {'all':30s} {sum(killed.values()):2d} / {total}")
-    assert all(len(m) >= 6 for t, m in catalogue.items() if t != QUICK_CHECK) and total >= 40
-    assert survived == [], f"mistakes that kept full marks: {survived}"
+                survived.append(f"{item}/{mistake}")
+        bad = {COURSE.item(i).test_cell for i in carried}
+        for (s, cell), row in cells.items():
+            if s == student and cell not in bad:
+                assert row["score"] == row["max_score"], f"{student}: {cell} lost points: {row['reason']}"
+    catalogue = wrong_answers()
+    print("\nmutation score per item:")
+    for item, answers in catalogue.items():
+        print(f"  {item:30s} {killed[item]:2d} / {len(answers)} wrong answers lose points")
+    print(f"  {'all':30s} {sum(killed.values()):2d} / {sum(len(a) for a in catalogue.values())}")
+    assert survived == [], f"wrong answers that kept full marks: {survived}"
+    assert sum(killed.values()) == sum(len(a) for a in catalogue.values())
 
 
 def test_right_answers_in_other_styles_keep_full_marks(graded):
     _, plan, cells, _ = graded
-    for student in (s for s, carried in plan.items() if not carried):
-        lost = {k[1]: r["reason"] for k, r in cells.items() if k[0] == student and r["score"] != r["max_score"]}
+    for student in [s for s in plan if s.startswith("alternative")] + ["messy"]:
+        own = {k[1]: r for k, r in cells.items() if k[0] == student}
+        assert len(own) == len(COURSE.items), student
+        lost = {c: r["reason"] for c, r in own.items() if r["score"] != r["max_score"]}
         assert lost == {}, f"{student} lost points: {lost}"
+
+
+@pytest.mark.parametrize("student", [s.name for s in attacks.tricks(COURSE) if s.name != "messy"])
+def test_no_trick_inside_the_kernel_earns_marks(graded, student):
+    _, _, cells, _ = graded
+    trick = next(s for s in attacks.tricks(COURSE) if s.name == student)
+    for item, (kind, name) in trick.expected.items():
+        row = cells[(student, COURSE.item(item).test_cell)]
+        assert float(row["score"]) == 0, f"{name} earned {row['score']}"
+
+
+def test_a_forbidden_built_in_is_refused_with_one_sentence(graded):
+    _, _, cells, _ = graded
+    for student in ("tricks_b", "tricks_c"):
+        reason = cells[(student, "test_scaled_dot_product_attention")]["reason"]
+        assert "may not use" in reason and reason.count("\n") == 0, reason
 
 
 def test_feedback_names_the_mistake_and_hides_the_hidden_tests(graded):
     course, plan, _, _ = graded
-    feedback = course / "feedback" / "mutant00" / "attention"
-    page = (feedback / "02_scaled_dot_product_attention.html").read_text()
-    assert "Grading summary" in page and "Likely mistake" in page
-    for html in feedback.glob("*.html"):
-        text = html.read_text()
-        assert "BEGIN HIDDEN TESTS" not in text and "hidden=True" not in text, html.name
+    assignment = plan["mutant00"][0]
+    feedback = course / "feedback" / "mutant00" / assignment
+    pages = {html.name: html.read_text() for html in feedback.glob("*.html")}
+    assert len(pages) == len(COURSE.graded_notebooks())
+    assert any("Likely mistake" in p or "可能的错误" in p for p in pages.values())
+    for name, text in pages.items():
+        assert "BEGIN HIDDEN TESTS" not in text and "hidden=True" not in text, name
 
 
-def test_grades_csv_has_every_student_notebook_and_total(graded):
+def test_the_course_gradebook_holds_every_student_and_equals_grades_csv(graded):
+    from nbgrader.api import Gradebook
     course, plan, _, _ = graded
     with open(course / "grades.csv") as handle:
-        rows = list(csv.DictReader(handle))
-    assert set(rows[0]) >= {"student", "notebook", "score", "max_score"}
-    totals = {r["student"]: r for r in rows if r["notebook"] == "TOTAL"}
-    assert set(plan) <= set(totals)
-    full = sum(c.points for nb in graded_notebooks() for c in cells_of_notebook(nb))
-    assert all(float(t["max_score"]) == full for t in totals.values())
-    assert float(totals["alternative0"]["score"]) == full
-
-
+        totals = {(r["student"], r["assignment"]): float(r["score"]) for r in csv.DictReader(handle)
+                  if r["notebook"] == "TOTAL"}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student, (assignment, _) in plan.items():
+            submission_ = gradebook.find_submission(assignment, student)
+            assert submission_.score == totals[(student, assignment)]
+            assert not submission_.needs_manual_grade
+    assert totals[("alternative0", plan["alternative0"][0])] == COURSE.total_points

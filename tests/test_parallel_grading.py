@@ -6,22 +6,29 @@ to the byte, and the parallel run must really have used two nbgrader course fold
 """
 from __future__ import annotations
 
+import csv
+
 import pytest
 
 from conftest import grade_class
-
 from grading.classroom import submission, wrong_answer, write_submission
+from grading.manifest import load
 
+pytestmark = pytest.mark.slow
 NOTEBOOKS = ["02_scaled_dot_product_attention", "03_split_heads"]
 
 
-def write_class(course) -> None:
-    """right: 6 / 6; wrong_a: a named mistake in 02 (2 / 6); wrong_b: 03 not submitted (4 / 6)."""
-    write_submission(course, "right", submission({}, notebooks=NOTEBOOKS))
-    write_submission(course, "wrong_a", submission({
-        "scaled_dot_product_attention": wrong_answer("scaled_dot_product_attention", "softmax_wrong_axis")},
-        notebooks=NOTEBOOKS))
-    write_submission(course, "wrong_b", submission({}, notebooks=NOTEBOOKS[:1]))
+def points(course, notebooks) -> float:
+    return sum(i.points for nb in notebooks for i in course.items_in(nb))
+
+
+def write_class(root) -> None:
+    course = load(root)
+    write_submission(root, "right", submission(course, {}, NOTEBOOKS), "attention")
+    write_submission(root, "wrong_a", submission(course, {
+        "scaled_dot_product_attention": wrong_answer(course, "scaled_dot_product_attention", "softmax_wrong_axis")},
+        NOTEBOOKS), "attention")
+    write_submission(root, "wrong_b", submission(course, {}, NOTEBOOKS[:1]), "attention")
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +51,8 @@ def test_two_jobs_give_exactly_the_grades_of_one(both, table):
 
 def test_the_class_is_not_trivially_equal(both):
     """Different students get different scores: the equality above compares real grades."""
-    import csv
+    course = load(both[1])
     with open(both[1] / "grades.csv") as handle:
         totals = {r["student"]: float(r["score"]) for r in csv.DictReader(handle) if r["notebook"] == "TOTAL"}
-    assert (totals["right"], totals["wrong_a"], totals["wrong_b"]) == (6, 2, 4)
+    full, sdpa = points(course, NOTEBOOKS), course.item("scaled_dot_product_attention").points
+    assert (totals["right"], totals["wrong_a"], totals["wrong_b"]) == (full, full - sdpa, points(course, NOTEBOOKS[:1]))

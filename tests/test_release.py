@@ -1,86 +1,67 @@
-"""The committed student release (notebooks/attention) is exactly what nbgrader makes of source/.
+"""The committed student releases are exactly what nbgrader makes of source/, without solutions.
 
-nbgrader regenerates the release in a private copy of the course; the committed folder must match
-it file for file and byte for byte, so nobody can edit the release by hand or forget
-``make release`` after changing source/.
+nbgrader regenerates each edition's release in a private copy of the course; the committed folder
+must match it file for file and byte for byte, so nobody can edit a release by hand or forget
+`make release` after changing source/. The release of a question is a line to fill in.
 """
 from __future__ import annotations
-
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from conftest import REPO, copy_course, describe, run
+from grading.manifest import load
+from helpers.casefile import load_cases
+from helpers.cells import find_cell
 
-RELEASE = Path("notebooks") / "attention"
+pytestmark = pytest.mark.slow
+COURSE = load()
+EDITIONS = [e.name for e in COURSE.editions]
 SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints"}
 
 
-def tree(root: Path) -> dict[str, bytes]:
+def tree(root) -> dict[str, bytes]:
     """Relative path -> bytes of every file under root, without caches."""
-    files = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if path.is_file() and not SKIP_PARTS.intersection(rel.parts) and path.suffix != ".pyc":
-            files[rel.as_posix()] = path.read_bytes()
-    return files
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not SKIP_PARTS.intersection(p.relative_to(root).parts) and p.suffix != ".pyc"}
 
 
 @pytest.fixture(scope="module")
-def generated(tmp_path_factory) -> Path:
-    """notebooks/attention as `nbgrader generate_assignment` writes it from the current source/."""
+def generated(tmp_path_factory):
+    """Each edition's release as `nbgrader generate_assignment` writes it from the current source/."""
     copy = copy_course(tmp_path_factory.mktemp("release") / "course")
-    proc = run(["nbgrader", "generate_assignment", "attention", "--force"], cwd=copy)
-    assert proc.returncode == 0, describe(proc)
-    release = copy / RELEASE
-    assert release.is_dir(), f"nbgrader wrote no {RELEASE}\n{describe(proc)}"
-    return release
+    course = load(copy)
+    for edition in course.editions:
+        proc = run(["nbgrader", "generate_assignment", edition.assignment, "--force"], cwd=copy)
+        assert proc.returncode == 0, describe(proc)
+    return course
 
 
-def release_notebooks(release: Path) -> list[Path]:
-    notebooks = sorted(release.glob("*.ipynb"))
-    assert notebooks, f"no notebooks in {release}"
-    return notebooks
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_committed_release_matches_source(generated, edition):
+    want, have = tree(generated.release_dir(edition)), tree(COURSE.release_dir(edition))
+    lines = [f"  missing: {n}" for n in sorted(set(want) - set(have))]
+    lines += [f"  not made by nbgrader: {n}" for n in sorted(set(have) - set(want))]
+    lines += [f"  differs from source/: {n}" for n in sorted(set(want) & set(have)) if want[n] != have[n]]
+    assert not lines, f"{COURSE.release_dir(edition).relative_to(REPO)} is out of sync; run make release\n" + "\n".join(lines)
 
 
-def test_committed_release_matches_source(generated: Path):
-    committed = REPO / RELEASE
-    assert committed.is_dir(), f"{RELEASE} is missing: run make release"
-    want, have = tree(generated), tree(committed)
-    missing = sorted(set(want) - set(have))
-    extra = sorted(set(have) - set(want))
-    changed = sorted(name for name in set(want) & set(have) if want[name] != have[name])
-    lines = []
-    lines += [f"  missing from {RELEASE}: {name}" for name in missing]
-    lines += [f"  not made by nbgrader:   {name}" for name in extra]
-    lines += [f"  differs from source/:   {name}" for name in changed]
-    assert not lines, (f"{RELEASE} is out of sync with source/attention; run make release\n"
-                       + "\n".join(lines))
-
-
-def test_release_has_no_solutions_or_hidden_tests(generated: Path):
-    leaks = []
-    for nb in release_notebooks(generated):
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_release_has_no_solutions_hidden_tests_or_hidden_cases(generated, edition):
+    release = generated.release_dir(edition)
+    for nb in release.glob("*.ipynb"):
         text = nb.read_text(encoding="utf-8")
-        for marker in ("### BEGIN SOLUTION", "BEGIN HIDDEN TESTS"):
-            if marker in text:
-                leaks.append(f"{nb.name}: contains {marker!r}")
-    assert not leaks, "\n".join(leaks)
+        for marker in ("### BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "hidden=True"):
+            assert marker not in text, f"{nb.name}: contains {marker!r}"
+    assert not any(case.hidden for case in load_cases(release / "helpers" / "check_cases.npz"))
 
 
-def test_release_answer_cells_are_stubs(generated: Path):
-    """Every autograded answer cell (nbgrader solution code cell) is nbgrader's stub."""
-    problems, answers = [], 0
-    for path in release_notebooks(generated):
-        nb = nbformat.read(path, as_version=4)
-        for cell in nb.cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if not meta.get("solution") or cell.cell_type != "code":
-                continue
-            answers += 1
-            if "raise NotImplementedError" not in cell.source:
-                problems.append(f"{path.name}: answer cell {meta.get('grade_id')!r} has no "
-                                f"`raise NotImplementedError`:\n{cell.source}")
-    assert not problems, "\n\n".join(problems)
-    assert answers > 0, "the release has no autograded answer cells at all"
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_answer_cells_are_stubs_and_questions_are_a_line_to_fill_in(generated, edition):
+    for item in COURSE.items:
+        nb = nbformat.read(generated.release_dir(edition) / f"{item.notebook}.ipynb", as_version=4)
+        cell = find_cell(nb, item.answer_cell)
+        if item.is_choice:
+            assert cell.source.startswith(f'{item.variable} = ""'), cell.source
+        else:
+            assert "raise NotImplementedError()" in cell.source, cell.source

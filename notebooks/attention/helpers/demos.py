@@ -11,6 +11,7 @@ import os
 import torch
 
 from .feedback import MissingImplementation, call_student
+from .i18n import _
 
 
 def unit_normal(*shape: int, seed: int) -> torch.Tensor:
@@ -27,6 +28,15 @@ def score_variance(d_ks, samples: int = 20000, seed: int = 0) -> list[dict]:
         rows.append({"d_k": d_k, "var_raw": scores.var().item(),
                      "var_scaled": (scores / math.sqrt(d_k)).var().item()})
     return rows
+
+
+def linear_output_variance(d: int = 512, samples: int = 4096, seed: int = 0) -> float:
+    """The variance of nn.Linear(d, d)'s output, default initialisation, for unit-variance input."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        layer = torch.nn.Linear(d, d)
+    with torch.no_grad():
+        return layer(unit_normal(samples, d, seed=seed + 1)).var().item()
 
 
 def softmax_sharpness(d_k: int, scaled: bool, n_keys: int = 8, trials: int = 2000, seed: int = 0) -> dict:
@@ -93,7 +103,7 @@ def attempt(name: str, fn, *args, **kwargs):
     try:
         return call_student(name, fn, *args, then="run this cell again", **kwargs)
     except MissingImplementation as missing:
-        print(f"This demo uses your `{name}`. {missing}")
+        print(_("This demo uses your `{name}`. {missing}").format(name=name, missing=missing))
         return None
 
 
@@ -104,12 +114,12 @@ def raises(fn, *args, **kwargs):
     try:
         result = fn(*args, **kwargs)
     except NotImplementedError:
-        print("Not implemented yet: write the exercise above first, then run this cell again.")
+        print(_("Not implemented yet: write the exercise above first, then run this cell again."))
         return None
     except Exception as exc:  # the point of the demo is the exception itself
         print(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
         return None
-    print("No exception was raised.")
+    print(_("No exception was raised."))
     return result
 
 
@@ -128,18 +138,25 @@ def count_parameters(module: torch.nn.Module) -> int:
 
 def head_split_rows(d_model: int, heads, seq_len: int) -> list[dict]:
     """For each head count: d_head, the parameters of the q, k, v projections of one head and of
-    all heads (counted from real nn.Linear layers), and the multiply-adds of all scores."""
+    all heads (counted from real nn.Linear layers), the multiply-adds of all scores of one sequence
+    (H * T * T * d_head) and the number of attention weights it stores and softmaxes (H * T * T)."""
     rows = []
     for num_heads in heads:
         d_head = d_model // num_heads
         per_head = 3 * count_parameters(torch.nn.Linear(d_model, d_head))
         rows.append({"num_heads": num_heads, "d_head": d_head, "params_per_head": per_head,
                      "params_total": num_heads * per_head,
-                     "score_mult_adds": num_heads * seq_len * seq_len * d_head})
+                     "score_mult_adds": num_heads * seq_len * seq_len * d_head,
+                     "weights": num_heads * seq_len * seq_len})
     return rows
 
 
 TOY_HEAD_NAMES = ("previous word", "next word", "same word", "the nouns")
+
+
+def toy_head_names() -> tuple[str, ...]:
+    """What each toy head was built to look for, in the language of the notebook."""
+    return (_("previous word"), _("next word"), _("same word"), _("the nouns"))
 
 
 def _toy_embeddings(tokens: list[str], vocab: list[str], d_model: int) -> torch.Tensor:
@@ -211,10 +228,14 @@ def per_head_loop(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     return module.W_o(torch.cat(outputs, dim=-1))
 
 
-def fused_attention(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """Multi-head self-attention whose core is F.scaled_dot_product_attention (for timing).
+def fused_attention(module: torch.nn.Module, x: torch.Tensor, is_causal: bool = False,
+                    dropout_p: float = 0.0) -> torch.Tensor:
+    """Multi-head self-attention whose core is F.scaled_dot_product_attention (for timing and for
+    the transformer block of notebook 06).
 
     Each projection's weight is viewed as (H, d_head, d_model), so x goes straight into heads.
+    `is_causal=True` lets every position attend to itself and the positions before it only;
+    `dropout_p` drops attention weights at random (training only).
     """
     H = module.num_heads
 
@@ -222,10 +243,69 @@ def fused_attention(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
         out = torch.einsum("btd,hed->bhte", x, layer.weight.view(H, -1, layer.in_features))
         return out if layer.bias is None else out + layer.bias.view(H, 1, -1)
 
-    heads = torch.nn.functional.scaled_dot_product_attention(project(module.W_q), project(module.W_k), project(module.W_v))
+    heads = torch.nn.functional.scaled_dot_product_attention(
+        project(module.W_q), project(module.W_k), project(module.W_v), dropout_p=dropout_p, is_causal=is_causal)
     W_o = module.W_o
     out = torch.einsum("bhte,ohe->bto", heads, W_o.weight.view(W_o.out_features, H, -1))
     return out if W_o.bias is None else out + W_o.bias
+
+
+class CausalSelfAttention(torch.nn.Module):
+    """The heads of `source` (a module with W_q, W_k, W_v, W_o and num_heads, such as your
+    MultiHeadAttention; its weights are shared, not copied) computed by
+    F.scaled_dot_product_attention with is_causal=True, and dropout on the attention weights
+    while training. Self-attention only: forward(x, x, x) -> (output, None)."""
+
+    def __init__(self, source: torch.nn.Module, p_drop: float = 0.1):
+        super().__init__()
+        self.source, self.p_drop = source, p_drop
+
+    def forward(self, query, key=None, value=None, mask=None):
+        if mask is not None:
+            raise ValueError(_("CausalSelfAttention builds its causal mask itself (is_causal=True); pass no mask."))
+        dropout_p = self.p_drop if self.training else 0.0
+        return fused_attention(self.source, query, is_causal=True, dropout_p=dropout_p), None
+
+
+class BuiltinAttention(torch.nn.Module):
+    """PyTorch's nn.MultiheadAttention behind the course's interface, for demos whose exercise is
+    not done yet: forward(query, key, value, mask=None) with True = may attend, returning
+    (output, the weights of every head)."""
+
+    def __init__(self, d_model: int, num_heads: int):
+        super().__init__()
+        self.num_heads = num_heads
+        self.inner = torch.nn.MultiheadAttention(d_model, num_heads, batch_first=True)
+
+    def forward(self, query, key, value, mask=None):
+        blocked = None if mask is None else ~mask        # nn.MultiheadAttention: True = blocked
+        return self.inner(query, key, value, attn_mask=blocked, need_weights=True, average_attn_weights=False)
+
+
+def _definitions_of(notebook: str, name: str):
+    """`name` as defined in another notebook of the course, or None after one sentence saying why."""
+    from .notebook_code import load_definitions
+    try:
+        namespace, _errors = load_definitions(notebook)
+    except OSError:
+        print(_("This cell uses your `{name}` from {notebook}, which was not found next to this notebook.").format(
+            name=name, notebook=notebook))
+        return None
+    if name not in namespace:
+        print(_("This cell uses your `{name}` from {notebook}, which does not define it yet: finish it in "
+                "{notebook} (and save that notebook), then run this cell again.").format(name=name, notebook=notebook))
+        return None
+    return namespace[name]
+
+
+def _unusable(name: str, notebook: str, exc: Exception) -> None:
+    """One sentence about a definition from another notebook that fails when called."""
+    if isinstance(exc, NotImplementedError):
+        print(_("This cell uses your `{name}` from {notebook}, which is not implemented yet: finish it in "
+                "{notebook} (and save that notebook), then run this cell again.").format(name=name, notebook=notebook))
+    else:
+        print(_("This cell uses your `{name}` from {notebook}, which raised {kind}: {text}. Its check in "
+                "{notebook} says more.").format(name=name, notebook=notebook, kind=type(exc).__name__, text=exc))
 
 
 def load_class(notebook: str, name: str, *args, probe: tuple = ()):
@@ -234,27 +314,62 @@ def load_class(notebook: str, name: str, *args, probe: tuple = ()):
     With `probe`, the new module is also called once on those inputs, so that a class whose
     forward is not written yet is caught here rather than in a later cell.
     """
-    from .notebook_code import load_definitions
-    later = f"finish it in {notebook} (and save that notebook), then run this cell again."
-    try:
-        namespace, _ = load_definitions(notebook)
-    except OSError:
-        print(f"This cell uses your `{name}` from {notebook}, which was not found next to this notebook.")
-        return None
-    if name not in namespace:
-        print(f"This cell uses your `{name}` from {notebook}, which does not define it yet: {later}")
+    cls = _definitions_of(notebook, name)
+    if cls is None:
         return None
     try:
-        module = namespace[name](*args)
+        module = cls(*args)
         if probe:
             module(*probe)
         return module
-    except NotImplementedError:
-        print(f"This cell uses your `{name}` from {notebook}, which is not implemented yet: {later}")
     except Exception as exc:  # a demo points back to the exercise, never shows a traceback
-        print(f"This cell uses your `{name}` from {notebook}, which raised {type(exc).__name__}: {exc}. "
-              f"Its check in {notebook} says more.")
+        _unusable(name, notebook, exc)
     return None
+
+
+def load_function(notebook: str, name: str, probe: tuple = ()):
+    """A function defined in another notebook (called once on `probe` when given), or None after
+    one sentence saying why it cannot be used yet."""
+    fn = _definitions_of(notebook, name)
+    if fn is None:
+        return None
+    if probe:
+        try:
+            fn(*probe)
+        except Exception as exc:  # a demo points back to the exercise, never shows a traceback
+            _unusable(name, notebook, exc)
+            return None
+    return fn
+
+
+def pieces_from_earlier_notebooks():
+    """Your split_heads (03), scaled_dot_product_attention (02) and concat_heads (04), read from
+    those notebooks' saved files and tried once on a tiny input; each one that cannot be used yet
+    is None, after one sentence saying why."""
+    tiny = torch.zeros(1, 2, 4)
+    return (load_function("03_split_heads.ipynb", "split_heads", probe=(tiny, 2)),
+            load_function("02_scaled_dot_product_attention.ipynb", "scaled_dot_product_attention",
+                          probe=(tiny, tiny, tiny)),
+            load_function("04_concat_heads.ipynb", "concat_heads", probe=(tiny.view(1, 2, 2, 2),)))
+
+
+def step(label: str, name: str, fn, *args, expect: tuple, meaning: str = ""):
+    """Run one piece of a pipeline for a "try it" cell: print the shape it returns next to the shape
+    it should return, and return its result (None, after one sentence, when it cannot run)."""
+    if fn is None or any(a is None for a in args):
+        print(_("{label}: skipped ({name} or an earlier step is not ready, see above)").format(label=label, name=name))
+        return None
+    try:
+        result = call_student(name, fn, *args, then=_("run this cell again"))
+    except MissingImplementation as missing:
+        print(f"{label}: {missing}")
+        return None
+    tensor = result[0] if isinstance(result, (tuple, list)) and result else result
+    shape = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+    right = shape == tuple(expect)
+    print(f"{label}: {shape} " + ("✓ " + meaning if right else _("✗ expected {expect} {meaning}").format(
+        expect=tuple(expect), meaning=meaning)).rstrip())
+    return result if right else None
 
 
 def max_difference(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -266,8 +381,8 @@ def describe_difference(diff: float, tolerance: float = 1e-5) -> str:
     """A difference as a bound that does not change from machine to machine (1e-6 or the tolerance)."""
     for bound in (1e-6, tolerance):
         if diff < bound:
-            return f"below {bound:.0e}"
-    return f"{diff:.1e}, above the tolerance {tolerance:.0e}"
+            return _("below {bound}").format(bound=f"{bound:.0e}")
+    return _("{diff}, above the tolerance {tolerance}").format(diff=f"{diff:.1e}", tolerance=f"{tolerance:.0e}")
 
 
 def being_graded() -> bool:
@@ -350,11 +465,11 @@ def compare_results(a, b, tolerance: float = 1e-5) -> str:
     """The largest difference between two (output, weights) results in words (see
     `describe_difference`), or why they cannot be compared."""
     if a is None or b is None:
-        return "not compared (see the message above)"
+        return _("not compared (see the message above)")
     pairs = isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b) == 2
     if not pairs or not all(isinstance(t, torch.Tensor) for t in (*a, *b)):
-        return "not compared: both should return (output, weights) tensors"
+        return _("not compared: both should return (output, weights) tensors")
     if any(x.shape != y.shape for x, y in zip(a, b)):
-        shapes = " and ".join(f"{tuple(x.shape)} vs {tuple(y.shape)}" for x, y in zip(a, b))
-        return f"not compared: the shapes differ, {shapes}"
+        shapes = _(" and ").join(f"{tuple(x.shape)} vs {tuple(y.shape)}" for x, y in zip(a, b))
+        return _("not compared: the shapes differ, {shapes}").format(shapes=shapes)
     return describe_difference(max(max_difference(x, y) for x, y in zip(a, b)), tolerance)

@@ -19,6 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure  # drawn off screen (no pyplot), shown as an image widget
 
 from .feedback import MissingImplementation, call_student
+from .i18n import _
 from .plots import canvas_png
 
 D_K_VALUES = [2 ** i for i in range(11)]  # 1 .. 1024
@@ -60,12 +61,12 @@ def _scores(q, k, scaled: bool, raw_scores=None, scaled_scores=None, attention=N
         result = call_student("scaled_dot_product_attention", attention, q_in, k, v)
         weights = result[1].squeeze(1).double()
         logits = torch.log(weights.clamp_min(1e-300))
-        return (logits - logits.mean(-1, keepdim=True)).float(), "your scaled_dot_product_attention"
+        return (logits - logits.mean(-1, keepdim=True)).float(), _("your scaled_dot_product_attention")
     if scaled and scaled_scores is not None:
-        return call_student("scaled_scores", scaled_scores, q, k).squeeze(1), "your scaled_scores"
+        return call_student("scaled_scores", scaled_scores, q, k).squeeze(1), _("your scaled_scores")
     if raw_scores is not None:
         raw = call_student("raw_scores", raw_scores, q, k).squeeze(1)
-        return (raw / math.sqrt(q.shape[-1]) if scaled else raw), "your raw_scores"
+        return (raw / math.sqrt(q.shape[-1]) if scaled else raw), _("your raw_scores")
     raw = (q @ k.transpose(-2, -1)).squeeze(1)
     return (raw / math.sqrt(q.shape[-1]) if scaled else raw), "torch"
 
@@ -73,13 +74,14 @@ def _scores(q, k, scaled: bool, raw_scores=None, scaled_scores=None, attention=N
 def dk_numbers(d_k: int, scaled: bool, seed: int = 0, **functions) -> DkNumbers:
     """Everything the lab shows for one setting; `functions` are the student's (optional)."""
     if d_k < 1:
-        raise ValueError(f"d_k must be a positive whole number; got {d_k}.")
+        raise ValueError(_("d_k must be a positive whole number; got {d_k}.").format(d_k=d_k))
     q, k, readout = _inputs(d_k, seed)
     with torch.no_grad():
         scores, source = _scores(q, k, scaled, **functions)
     if scores.shape != (N_QUERIES, N_KEYS):
-        raise MissingImplementation(f"{source} returned shape {tuple(scores.shape)} here instead of "
-                                    f"{(N_QUERIES, 1, N_KEYS)}; its check above says more.")
+        raise MissingImplementation(_("{source} returned shape {got} here instead of {want}; its check above "
+                                      "says more.").format(source=source, got=tuple(scores.shape),
+                                                           want=(N_QUERIES, 1, N_KEYS)))
     leaf = scores.detach().double().requires_grad_(True)
     weights = torch.softmax(leaf, dim=-1)
     (weights * readout.double()).sum().backward()
@@ -90,9 +92,11 @@ def dk_numbers(d_k: int, scaled: bool, seed: int = 0, **functions) -> DkNumbers:
 
 def readout_text(n: DkNumbers) -> str:
     """The one-line summary under the slider."""
-    scale = "scaled by 1/√d_k" if n.scaled else "unscaled"
-    return (f"d_k = {n.d_k}, {scale}: std of the scores = {n.score_std:.2f} (√d_k = {math.sqrt(n.d_k):.2f}); "
-            f"largest weight = {n.max_weight:.2f}; |gradient| = {n.grad_norm:.3f}  [scores from {n.source}]")
+    scale = _("scaled by 1/√d_k") if n.scaled else _("unscaled")
+    return _("d_k = {d_k}, {scale}: std of the scores = {std} (√d_k = {root}); largest weight = {largest}; "
+             "|gradient| = {grad}  [scores from {source}]").format(
+        d_k=n.d_k, scale=scale, std=f"{n.score_std:.2f}", root=f"{math.sqrt(n.d_k):.2f}",
+        largest=f"{n.max_weight:.2f}", grad=f"{n.grad_norm:.3f}", source=n.source)
 
 
 class DkFigure:
@@ -110,8 +114,8 @@ class DkFigure:
                                         fill=True, color="#4c72b0", animated=True)
         self.ax_hist.set_xlim(-SPAN, SPAN)
         self.ax_hist.set_ylim(0, 0.6)
-        self.ax_hist.set_xlabel("score")
-        self.ax_hist.set_title("distribution of the scores")
+        self.ax_hist.set_xlabel(_("score"))
+        self.ax_hist.set_title(_("distribution of the scores"))
         self.std_line = self.ax_hist.axvline(0, color="#c44e52", ls="--", animated=True)
         self.std_text = self.ax_hist.text(0.03, 0.95, "", transform=self.ax_hist.transAxes, va="top",
                                           fontsize=9, animated=True)
@@ -119,14 +123,14 @@ class DkFigure:
         for bar in self.bars:
             bar.set_animated(True)
         self.ax_w.set_ylim(0, 1)
-        self.ax_w.set_xlabel("key")
-        self.ax_w.set_title("softmax weights of one query")
+        self.ax_w.set_xlabel(_("key"))
+        self.ax_w.set_title(_("softmax weights of one query"))
         self.ax_g.set_xscale("log", base=2)
         self.ax_g.set_yscale("log")
         self.ax_g.set_xlim(0.7, 1500)
         self.ax_g.set_ylim(0.005, 1)
-        self.ax_g.set_xlabel("d_k")
-        self.ax_g.set_title("gradient through softmax")
+        self.ax_g.set_xlabel(_("d_k"))
+        self.ax_g.set_title(_("gradient through softmax"))
         self.ax_g.grid(alpha=0.3)
         (self.trail,) = self.ax_g.plot([], [], "-", color="#c44e52", alpha=0.4, animated=True)
         (self.marker,) = self.ax_g.plot([1], [0.3], "o", color="#c44e52", ms=9, animated=True)
@@ -138,7 +142,8 @@ class DkFigure:
         counts = torch.histc(n.scores.float().clamp(-SPAN, SPAN), bins=BINS, min=-SPAN, max=SPAN)
         self.hist.set_data((counts / counts.sum()).tolist())
         self.std_line.set_xdata([n.score_std, n.score_std])
-        self.std_text.set_text(f"std = {n.score_std:.2f}\n√d_k = {math.sqrt(n.d_k):.2f}")
+        self.std_text.set_text(_("std = {std}\n√d_k = {root}").format(std=f"{n.score_std:.2f}",
+                                                                       root=f"{math.sqrt(n.d_k):.2f}"))
         for bar, w in zip(self.bars, n.weights.tolist()):
             bar.set_height(w)
         self.marker.set_data([n.d_k], [max(n.grad_norm, 1e-6)])
@@ -165,10 +170,10 @@ class DkLab:
         import ipywidgets as widgets
 
         self.functions, self.seed = functions, seed
-        self.slider = widgets.SelectionSlider(options=D_K_VALUES, value=d_k, description="d_k",
+        self.slider = widgets.SelectionSlider(options=D_K_VALUES, value=d_k, description=_("d_k"),
                                               continuous_update=False,
                                               layout=widgets.Layout(width="420px"))
-        self.toggle = widgets.Checkbox(value=scaled, description="scale by 1/√d_k")
+        self.toggle = widgets.Checkbox(value=scaled, description=_("scale by 1/√d_k"))
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
         self.figure = DkFigure()

@@ -11,12 +11,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import gettext
+import threading
 from pathlib import Path
 
 DOMAIN = "course"
 LOCALE_DIR = Path(__file__).with_name("locale")
 LANGUAGE_FILE = Path(__file__).parent.parent / "course-language.txt"
-_current: list[str] = []
+_local = threading.local()   # the language `using` chose, per thread (the grader judges in a thread)
 
 
 def edition_language() -> str:
@@ -28,17 +29,18 @@ def edition_language() -> str:
 
 
 def language() -> str:
-    return _current[-1] if _current else edition_language()
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else edition_language()
 
 
 @contextlib.contextmanager
 def using(lang: str):
     """Speak `lang` inside the block (the grader judges each submission in its own language)."""
-    _current.append(lang)
+    _local.stack = [*getattr(_local, "stack", []), lang]
     try:
         yield
     finally:
-        _current.pop()
+        _local.stack = _local.stack[:-1]
 
 
 @functools.lru_cache(maxsize=None)

@@ -67,12 +67,13 @@ def definition_statements(source: str, assignments: bool = False) -> list[str]:
 
 
 
-def notebook_statements(notebook: dict, course_cells: set[str] | None = None) -> list[str]:
+def notebook_statements(notebook: dict, course_cells: set[str] | None = None, which: str = "all") -> list[str]:
     """The definition statements of every code cell but the test cells, in notebook order.
 
     In answer cells, and in the student's own cells (those whose source is not one of
     `course_cells`, when given), assignments to names are kept as well; in the course's demo
-    cells only definitions are. A cell that does not parse is skipped.
+    cells only definitions are. `which="student"` keeps the student's cells only, `"course"`
+    the course's only. A cell that does not parse is skipped.
     """
     statements = []
     for cell in notebook.get("cells", []):
@@ -80,6 +81,8 @@ def notebook_statements(notebook: dict, course_cells: set[str] | None = None) ->
             continue
         source = cell_source(cell)
         own = is_answer_cell(cell) or (course_cells is not None and source.strip() not in course_cells)
+        if (which == "student" and not own) or (which == "course" and own):
+            continue
         try:
             statements.extend(definition_statements(source, assignments=own))
         except SyntaxError:

@@ -129,7 +129,7 @@ class DkFigure:
         self.ax_g.set_yscale("log")
         self.ax_g.set_xlim(0.7, 1500)
         self.ax_g.set_ylim(0.005, 1)
-        self.ax_g.set_xlabel("d_k")
+        self.ax_g.set_xlabel(_("d_k"))
         self.ax_g.set_title(_("gradient through softmax"))
         self.ax_g.grid(alpha=0.3)
         (self.trail,) = self.ax_g.plot([], [], "-", color="#c44e52", alpha=0.4, animated=True)
@@ -170,7 +170,7 @@ class DkLab:
         import ipywidgets as widgets
 
         self.functions, self.seed = functions, seed
-        self.slider = widgets.SelectionSlider(options=D_K_VALUES, value=d_k, description="d_k",
+        self.slider = widgets.SelectionSlider(options=D_K_VALUES, value=d_k, description=_("d_k"),
                                               continuous_update=False,
                                               layout=widgets.Layout(width="420px"))
         self.toggle = widgets.Checkbox(value=scaled, description=_("scale by 1/√d_k"))

@@ -115,7 +115,7 @@ def readout_text(n: HeadsNumbers) -> str:
 
 def mosaic(weights: torch.Tensor, gap: int = 1) -> torch.Tensor:
     """The heads' (T, T) maps side by side, separated by `gap` blank (NaN) columns."""
-    h, t, _ = weights.shape
+    h, t, _width = weights.shape
     out = torch.full((t, h * (t + gap) - gap), float("nan"))
     for i in range(h):
         out[:, i * (t + gap): i * (t + gap) + t] = weights[i]
@@ -166,7 +166,7 @@ class HeadsLab:
         import ipywidgets as widgets
 
         self.d_model, self.split_heads, self.mha_class = d_model, split_heads, mha_class
-        self.slider = widgets.SelectionSlider(options=divisors(d_model), value=num_heads, description="num_heads",
+        self.slider = widgets.SelectionSlider(options=divisors(d_model), value=num_heads, description=_("num_heads"),
                                               continuous_update=False, layout=widgets.Layout(width="420px"))
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")

@@ -11,12 +11,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import gettext
+import threading
 from pathlib import Path
 
 DOMAIN = "course"
 LOCALE_DIR = Path(__file__).with_name("locale")
 LANGUAGE_FILE = Path(__file__).parent.parent / "course-language.txt"
-_current: list[str] = []
+_local = threading.local()   # the language `using` chose, per thread (the grader judges in a thread)
 
 
 def edition_language() -> str:
@@ -28,17 +29,18 @@ def edition_language() -> str:
 
 
 def language() -> str:
-    return _current[-1] if _current else edition_language()
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else edition_language()
 
 
 @contextlib.contextmanager
 def using(lang: str):
     """Speak `lang` inside the block (the grader judges each submission in its own language)."""
-    _current.append(lang)
+    _local.stack = [*getattr(_local, "stack", []), lang]
     try:
         yield
     finally:
-        _current.pop()
+        _local.stack = _local.stack[:-1]
 
 
 @functools.lru_cache(maxsize=None)
@@ -51,6 +53,23 @@ def _catalogue(lang: str) -> gettext.NullTranslations:
 def _(message: str) -> str:
     """`message` in the current language (itself in English, or when no translation exists)."""
     return _catalogue(language()).gettext(message)
+
+
+def N_(message: str) -> str:
+    """Marks a message for the translation catalogue where it is defined; `_()` translates it where
+    it is shown."""
+    return message
+
+
+# The words of the toy sentences. The numbers are computed from the English words; a word is
+# shown in the notebook's language (in Chinese, "the cat sat on the mat" reads 小 猫 坐 在 小 垫子:
+# the repeated word the "same word" head looks for is still there).
+WORDS = ("the", "cat", "sat", "on", "mat", "dog", "bites", "man")
+
+
+def word(text: str) -> str:
+    """A word of a toy sentence, as the notebook's language writes it."""
+    return pgettext("word", text)
 
 
 def pgettext(context: str, message: str) -> str:

@@ -10,7 +10,7 @@ from .i18n import _
 def attention_heatmap(weights: torch.Tensor, queries: list[str], keys: list[str], title: str = "", ax=None):
     """Draw one matrix of attention weights, queries down the side and keys along the top."""
     if ax is None:
-        _, ax = plt.subplots(figsize=(0.55 * len(keys) + 2, 0.5 * len(queries) + 1.2))
+        _fig, ax = plt.subplots(figsize=(0.55 * len(keys) + 2, 0.5 * len(queries) + 1.2))
     w = weights.detach().double().cpu()
     ax.imshow(w, cmap="Blues", vmin=0, vmax=1)
     ax.set_xticks(range(len(keys)), keys, rotation=45, ha="right")
@@ -43,7 +43,7 @@ def scaling_figure(variance_rows: list[dict], sharpness_rows: list[dict]):
     axes[2].set_yscale("log")
     for ax in axes:
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("d_k")
+        ax.set_xlabel(_("d_k"))
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
@@ -131,7 +131,7 @@ def trained_heads_figure(result):
     names, matched = relation_names(), result.matched()
     fig, axes = plt.subplots(H, len(steps) + 1, squeeze=False, figsize=(2.1 * (len(steps) + 1) + 0.6, 2.2 * H + 0.6))
     for h in range(H):
-        panels = [(result.snapshots[s], _("head {h}, step {step}").format(h=h, step=s)) for s in steps]
+        panels = [(result.snapshots[s][h], _("head {h}, step {step}").format(h=h, step=s)) for s in steps]
         panels.append((result.ideal[matched[h]], _("ideal: {relation}").format(relation=names[matched[h]])))
         for ax, (w, title) in zip(axes[h], panels):
             ax.imshow(w.detach().double(), cmap="Blues", vmin=0, vmax=1)

@@ -14,7 +14,7 @@ import math
 import torch
 
 from .feedback import MissingImplementation, call_student
-from .i18n import _
+from .i18n import _, word
 
 D_MODEL = 8
 VOCAB_SEED = 11
@@ -40,7 +40,7 @@ def _embed(words: list[str]) -> torch.Tensor:
 def _projections() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(VOCAB_SEED + 1)
     return tuple(torch.randn(D_MODEL, D_MODEL, generator=gen, dtype=torch.float64) / math.sqrt(D_MODEL)
-                 for _ in range(3))
+                 for _index in range(3))
 
 
 def _self_attention(attention, x: torch.Tensor) -> torch.Tensor:
@@ -68,8 +68,8 @@ def permutation_demo(attention, words=("the", "cat", "sat", "on", "the", "mat"),
         print(_("This demo uses your `scaled_dot_product_attention`. {missing}").format(missing=missing))
         return None
     diff = (out_shuffled - out[order_t]).abs().max().item()
-    print(_("sentence:          {words}").format(words=" ".join(words)))
-    print(_("shuffled sentence: {words}").format(words=" ".join(words[i] for i in order)))
+    print(_("sentence:          {words}").format(words=" ".join(word(w) for w in words)))
+    print(_("shuffled sentence: {words}").format(words=" ".join(word(words[i]) for i in order)))
     print(_("output of the shuffled sentence vs the output rows shuffled the same way: largest difference "
             "{diff}").format(diff=_bound(diff)))
     return diff
