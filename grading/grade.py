@@ -35,6 +35,7 @@ from helpers.cells import cell_source, grade_id, read_notebook
 from . import confine
 from . import gradebook as records
 from . import settings as grading_settings
+from .feedback_pages import localize
 from .limits import watch
 from .manifest import Course, load
 from .nbgrader_cli import fast_start
@@ -224,6 +225,8 @@ def merge(course: Course, subs: list[Submission], folder: Path) -> None:
             shutil.rmtree(dest, ignore_errors=True)
             if source.exists():
                 shutil.copytree(source, dest)
+        for page in (course.root / "feedback" / sub.student / sub.assignment).glob("*.html"):
+            localize(page, course.edition(sub.assignment).language)
         sub.graded = True
 
 

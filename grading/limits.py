@@ -47,8 +47,19 @@ def _size(process: psutil.Process) -> int:
         return process.memory_info().rss
 
 
+class Stop(str):
+    """Why `watch` stopped a process: an English sentence that also carries its kind and limit."""
+
+    def __new__(cls, kind: str, limit: float):
+        text = (f"it used more than {limit:.1f} GiB of memory and was stopped" if kind == "memory" else
+                f"it ran longer than {limit:.0f} s (an endless loop or a long sleep?) and was stopped")
+        stop = super().__new__(cls, text)
+        stop.kind, stop.limit = kind, limit
+        return stop
+
+
 def watch(proc: subprocess.Popen, memory: int, seconds: float, kill_whole_tree: bool = True) -> str:
-    """Wait for `proc`; return why it was stopped ('' if it was not).
+    """Wait for `proc`; return why it was stopped ('' if it was not; else a `Stop`).
 
     When the processes below `proc` use more than `memory` together, the largest of them is killed
     (all of the tree with `kill_whole_tree`); after `seconds`, everything is.
@@ -70,7 +81,7 @@ def watch(proc: subprocess.Popen, memory: int, seconds: float, kill_whole_tree: 
             except psutil.Error:
                 continue
         if sum(s for s, _ in sizes) > memory:
-            reason = f"it used more than {memory / 1024 ** 3:.1f} GiB of memory and was stopped"
+            reason = Stop("memory", memory / 1024 ** 3)
             if kill_whole_tree:
                 kill_tree(proc.pid)
             else:
@@ -80,6 +91,6 @@ def watch(proc: subprocess.Popen, memory: int, seconds: float, kill_whole_tree: 
         if time.monotonic() - start > seconds:
             kill_tree(proc.pid)
             proc.wait()
-            return f"it ran longer than {seconds:.0f} s (an endless loop or a long sleep?) and was stopped"
+            return Stop("timeout", seconds)
         time.sleep(POLL_SECONDS)
     return reason

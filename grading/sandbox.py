@@ -231,10 +231,10 @@ def _rss(pid: int) -> int:
         return 0
 
 
-def _why(status: int) -> str:
+def _why(status: int) -> dict:
     if os.WIFSIGNALED(status):
-        return f"the Python process running it died ({signal.Signals(os.WTERMSIG(status)).name})"
-    return f"the Python process running it exited with code {os.WEXITSTATUS(status)} (os._exit or a crash)"
+        return {"kind": "signal", "signal": signal.Signals(os.WTERMSIG(status)).name}
+    return {"kind": "exit", "code": os.WEXITSTATUS(status)}
 
 
 def drive(work: Path) -> dict:
@@ -282,9 +282,8 @@ def drive(work: Path) -> dict:
                         os.kill(pid, signal.SIGKILL)
                     _, status = os.waitpid(pid, 0)
                     failed = current or pending[0]
-                    reason = (f"it used more than {memory / 2 ** 30:.1f} GiB of memory and was stopped" if too_big
-                              else f"it ran longer than {seconds:.0f} s (an endless loop or a long sleep?) and "
-                                   f"was stopped" if message == "timeout" else _why(status))
+                    reason = ({"kind": "memory", "gib": memory / 2 ** 30} if too_big
+                              else {"kind": "timeout", "seconds": seconds} if message == "timeout" else _why(status))
                     report["exercises"][failed] = {"failed": reason}
                     pending = pending[pending.index(failed) + 1:]
                     break

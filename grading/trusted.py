@@ -178,7 +178,9 @@ def run_sandbox(units: list[Unit], cases: list[Case], workspace: Workspace, cour
     if proc.returncode == confine.EXIT_UNAVAILABLE or refused:
         raise ConfinementFailed((refused or ["confine: the confinement could not be set up"])[-1])
     if problem or proc.returncode != 0 or not output:
-        raise SandboxFailed(problem or f"the sandbox exited with code {proc.returncode}: {errors.strip()[-300:]}")
+        limit = [line.removeprefix("confine: limit: ") for line in errors.splitlines() if line.startswith("confine: limit")]
+        raise SandboxFailed({"kind": problem.kind, "gib" if problem.kind == "memory" else "seconds": problem.limit}
+                            if problem else {"kind": "stopped", "detail": (limit or [f"exit {proc.returncode}"])[-1]})
     with np.load(io.BytesIO(output), allow_pickle=False) as data:
         report = json.loads(str(data["report"]))
         arrays = {k: torch.from_numpy(np.array(data[k])) for k in data.files if k != "report"}
@@ -212,11 +214,27 @@ class _NotATensor:
         return self.type_name
 
 
+def describe_failure(failed: dict) -> str:
+    """Why the sandbox stopped an exercise, in the submission's language."""
+    kind = failed.get("kind")
+    if kind == "memory":
+        return _("it used more than {gib:.1f} GiB of memory and was stopped").format(gib=failed["gib"])
+    if kind == "timeout":
+        return _("it ran longer than {seconds:.0f} s (an endless loop or a long sleep?) and was stopped").format(
+            seconds=failed["seconds"])
+    if kind == "signal":
+        return _("the Python process running it died ({signal})").format(signal=failed["signal"])
+    if kind == "exit":
+        return _("the Python process running it exited with code {code} (os._exit or a crash)").format(
+            code=failed["code"])
+    return _("the sandbox stopped: {detail}").format(detail=failed.get("detail", ""))
+
+
 def judge_exercise(item: Item, cases: list[tuple[int, Case]], report: dict, arrays: dict) -> str:
     """The first failure message for an exercise, or '' when every case passes."""
     ran = report["exercises"].get(item.name, {})
     if "failed" in ran:
-        return _("While running `{name}`, {reason}.").format(name=item.name, reason=_(ran["failed"]))
+        return _("While running `{name}`, {reason}.").format(name=item.name, reason=describe_failure(ran["failed"]))
     for index, case in cases:
         entry = report["cases"].get(str(index))
         if entry is None:
@@ -292,7 +310,7 @@ def _grade_student(course, paths, seed, settings, layers, workspace) -> dict[str
         try:
             report, arrays = run_sandbox(units, cases, workspace, course, settings, layers)
         except SandboxFailed as failed:
-            report, arrays = {"cases": {}, "exercises": {n: {"failed": str(failed)} for n in wanted}}, {}
+            report, arrays = {"cases": {}, "exercises": {n: {"failed": failed.args[0]} for n in wanted}}, {}
         indexed = list(enumerate(cases))
         for unit in units:
             for name in unit.exercises:

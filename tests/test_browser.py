@@ -21,6 +21,8 @@ import pytest
 
 from conftest import COPY_IGNORE, REPO, venv_env
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = REPO / "build" / "screenshots"
 NOTEBOOKS = sorted(p.name for p in (REPO / "source" / "attention").glob("0*.ipynb"))

@@ -25,6 +25,8 @@ import pytest
 from grading import confine
 from grading.confine import Policy
 
+pytestmark = pytest.mark.slow
+
 ROOT = os.geteuid() == 0
 SETS = [["landlock"], ["bwrap"]] + ([["bwrap", "landlock", "user"]] if ROOT else [])
 CI = os.environ.get("CI") == "true"

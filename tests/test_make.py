@@ -14,6 +14,8 @@ import pytest
 
 from conftest import REPO, describe, run, venv_env
 
+pytestmark = pytest.mark.slow
+
 START = "notebooks/attention/00_start_here.ipynb"
 # `jupyter lab <file>` serves the file's folder (jupyter_server: root_dir defaults to the parent
 # of file_to_run), so the first notebook is at the top of the server's tree.

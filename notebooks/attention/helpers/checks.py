@@ -75,7 +75,7 @@ def recognise_mistake(case: Case, results: tuple) -> str | None:
 
 def _with_mistake(message: str, case: Case, mistake: str | None) -> str:
     sentence = mistake_message(case.exercise, mistake) if mistake else ""
-    return f"{message}\n{_('Likely mistake:')} {sentence}" if sentence else message
+    return message + "\n" + _("Likely mistake:") + " " + sentence if sentence else message
 
 
 def numbers_to_name(case: Case) -> list[str]:
@@ -107,7 +107,7 @@ def _judge_error(case: Case, outcome: Outcome) -> str:
     hint = explain_error(kind, text)
     message = _("For {inputs} it raised {kind}: {text}").format(inputs=inputs, kind=kind,
                                                                 text=textwrap.shorten(text, 300))
-    return message + (f"\n{_('Hint:')} {hint}" if hint else "")
+    return message + ("\n" + _("Hint:") + " " + hint if hint else "")
 
 
 def judge(case: Case, outcome: Outcome) -> str:
@@ -196,7 +196,7 @@ def _mistake_from_other_cases(obj, others: list[Case]) -> str:
         found = recognise_mistake(case, outcome.results) if outcome.results else None
         sentence = mistake_message(case.exercise, found) if found else ""
         if sentence:
-            return f"\n{_('Likely mistake:')} {sentence}"
+            return "\n" + _("Likely mistake:") + " " + sentence
     return ""
 
 

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import gettext
 import threading
+import unicodedata
 from pathlib import Path
 
 DOMAIN = "course"
@@ -53,6 +54,36 @@ def _catalogue(lang: str) -> gettext.NullTranslations:
 def _(message: str) -> str:
     """`message` in the current language (itself in English, or when no translation exists)."""
     return _catalogue(language()).gettext(message)
+
+
+def width(text: str) -> int:
+    """How many columns `text` takes in a monospaced font: Chinese characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def rjust(text: str, columns: int) -> str:
+    return " " * max(0, columns - width(text)) + text
+
+
+def ljust(text: str, columns: int) -> str:
+    return text + " " * max(0, columns - width(text))
+
+
+def N_(message: str) -> str:
+    """Marks a message for the translation catalogue where it is defined; `_()` translates it where
+    it is shown."""
+    return message
+
+
+# The words of the toy sentences. The numbers are computed from the English words; a word is
+# shown in the notebook's language (in Chinese, "the cat sat on the mat" reads 小 猫 坐 在 小 垫子:
+# the repeated word the "same word" head looks for is still there).
+WORDS = ("the", "cat", "sat", "on", "mat", "dog", "bites", "man")
+
+
+def word(text: str) -> str:
+    """A word of a toy sentence, as the notebook's language writes it."""
+    return pgettext("word", text)
 
 
 def pgettext(context: str, message: str) -> str:

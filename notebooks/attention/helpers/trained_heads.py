@@ -31,7 +31,8 @@ from torch import nn
 from .demos import BuiltinAttention
 from .exercises import PROJECTIONS, load_projections
 from .feedback import MissingImplementation, call_student
-from .i18n import _
+from .i18n import _, ljust, rjust
+from .i18n import width as text_width
 
 VOCAB = 10
 LENGTH = 8
@@ -257,10 +258,10 @@ def report(result: Training) -> str:
     lines = [_("{heads} ({source}), {steps} training steps: accuracy {name0} {acc0:.2f}, {name1} {acc1:.2f}").format(
         heads=heads, source=result.source, steps=len(result.losses), name0=names[0], acc0=result.accuracy[0],
         name1=names[1], acc1=result.accuracy[1])]
-    width = max(len(n) for n in names) + 2
+    width = max(text_width(n) for n in names) + 2
     lines.append("  " + _("distance from each relation (0 = the same map, 1 = no overlap):"))
-    lines.append("  " + " " * 8 + "".join(n.rjust(width) for n in names))
+    lines.append("  " + " " * 8 + "".join(rjust(n, width) for n in names))
     for h in range(result.num_heads):
-        label = _("head {h}").format(h=h).ljust(8)
+        label = ljust(_("head {h}").format(h=h), 8)
         lines.append("  " + label + "".join(f"{d:.2f}".rjust(width) for d in result.distance[h].tolist()))
     return "\n".join(lines)

@@ -11,7 +11,9 @@ import os
 import torch
 
 from .feedback import MissingImplementation, call_student
-from .i18n import _, word
+from .i18n import _, ljust, rjust
+from .i18n import width as text_width
+from .i18n import word as in_language
 
 
 def unit_normal(*shape: int, seed: int) -> torch.Tensor:
@@ -76,9 +78,9 @@ def print_table(rows: list[dict], columns: dict[str, str], digits: int = 3) -> N
     cells = [[h for h in columns.values()]]
     for row in rows:
         cells.append([f"{row[k]:.{digits}f}" if isinstance(row[k], float) else str(row[k]) for k in columns])
-    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    widths = [max(text_width(r[i]) for r in cells) for i in range(len(columns))]
     for j, r in enumerate(cells):
-        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+        print("  ".join(rjust(c, w) for c, w in zip(r, widths)))
         if j == 0:
             print("  ".join("-" * w for w in widths))
 
@@ -90,7 +92,7 @@ def toy_sentence(d_model: int = 16, seed: int = 3) -> tuple[list[str], torch.Ten
     """The tokens of a toy sentence and one embedding per token (equal words, equal vectors)."""
     vocab = sorted(set(TOY_SENTENCE))
     table = unit_normal(len(vocab), d_model, seed=seed)
-    return [word(w) for w in TOY_SENTENCE], table[[vocab.index(w) for w in TOY_SENTENCE]]
+    return [in_language(w) for w in TOY_SENTENCE], table[[vocab.index(w) for w in TOY_SENTENCE]]
 
 
 def toy_projections(d_in: int, d_out: int, seed: int = 4) -> tuple[torch.Tensor, ...]:
@@ -101,7 +103,7 @@ def toy_projections(d_in: int, d_out: int, seed: int = 4) -> tuple[torch.Tensor,
 def attempt(name: str, fn, *args, **kwargs):
     """Call a student's function for a demo; on failure say so in one sentence and return None."""
     try:
-        return call_student(name, fn, *args, then="run this cell again", **kwargs)
+        return call_student(name, fn, *args, then=_("run this cell again"), **kwargs)
     except MissingImplementation as missing:
         print(_("This demo uses your `{name}`. {missing}").format(name=name, missing=missing))
         return None
@@ -194,7 +196,7 @@ def toy_heads(strength: float = 12.0) -> tuple[list[str], torch.Tensor, dict[str
     W_o = unit_normal(d_model, d_model, seed=8) / math.sqrt(d_model)
     weights = {"W_q.weight": W_q, "W_k.weight": W_k, "W_v.weight": W_v, "W_o.weight": W_o}
     weights.update({f"{name}.bias": torch.zeros(d_model) for name in ("W_q", "W_k", "W_v", "W_o")})
-    return [word(w) for w in tokens], x, weights
+    return [in_language(w) for w in tokens], x, weights
 
 
 def _head_rows(layer: torch.nn.Linear, h: int, d_head: int):
@@ -430,12 +432,12 @@ def print_matrix(m: torch.Tensor, digits: int = 2, rows=None, columns=None) -> N
     values = [[f"{v:.{digits}f}" for v in row] for row in m.detach().double().tolist()]
     width = max(len(v) for row in values for v in row)
     if columns is not None:
-        width = max(width, *(len(c) for c in columns))
-    label_width = max((len(r) for r in rows), default=0) if rows is not None else 0
+        width = max(width, *(text_width(c) for c in columns))
+    label_width = max((text_width(r) for r in rows), default=0) if rows is not None else 0
     if columns is not None:
-        print(" " * (label_width + 1 if rows is not None else 0) + " ".join(c.rjust(width) for c in columns))
+        print(" " * (label_width + 1 if rows is not None else 0) + " ".join(rjust(c, width) for c in columns))
     for i, row in enumerate(values):
-        label = (rows[i].ljust(label_width) + " ") if rows is not None else ""
+        label = (ljust(rows[i], label_width) + " ") if rows is not None else ""
         print(label + " ".join(v.rjust(width) for v in row))
 
 

@@ -12,7 +12,7 @@ import re
 import torch
 
 from . import course
-from .i18n import _, pgettext
+from .i18n import N_, _, pgettext
 
 
 class CheckFailed(AssertionError):
@@ -93,19 +93,19 @@ def mistake_message(exercise: str, mistake: str) -> str:
 # Explanations for exceptions a student's code raises, matched against the error message.
 ERROR_HINTS: list[tuple[str, str]] = [
     (r"view size is not compatible with input tensor's size and stride",
-     "`.view` needs a contiguous tensor and a transposed one is not: use `.reshape(...)` or "
-     "`.contiguous().view(...)`."),
+     N_("`.view` needs a contiguous tensor and a transposed one is not: use `.reshape(...)` or "
+     "`.contiguous().view(...)`.")),
     (r"mat1 and mat2 shapes cannot be multiplied|size mismatch|must match the size of tensor",
-     "Two shapes do not fit together: check which axes you multiply or transpose."),
+     N_("Two shapes do not fit together: check which axes you multiply or transpose.")),
     (r"expected .* to have the same dtype|same dtype|found dtype",
-     "Two tensors have different dtypes: keep the dtype of the inputs (float32 or float64) "
-     "throughout."),
+     N_("Two tensors have different dtypes: keep the dtype of the inputs (float32 or float64) "
+     "throughout.")),
     (r"The use of `x.T` on tensors of dimension other than 2",
-     "`.T` reverses every axis; use `.transpose(-2, -1)` (or `.mT`) to swap the last two."),
+     N_("`.T` reverses every axis; use `.transpose(-2, -1)` (or `.mT`) to swap the last two.")),
     (r"bmm|batch1 must be a 3D tensor|3D tensor",
-     "torch.bmm only takes 3-D tensors; `@` (torch.matmul) handles any number of batch axes."),
+     N_("torch.bmm only takes 3-D tensors; `@` (torch.matmul) handles any number of batch axes.")),
     (r"not divisible|divisible",
-     "Check that d_model is divisible by num_heads before reshaping."),
+     N_("Check that d_model is divisible by num_heads before reshaping.")),
 ]
 
 

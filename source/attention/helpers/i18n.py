@@ -12,6 +12,7 @@ import contextlib
 import functools
 import gettext
 import threading
+import unicodedata
 from pathlib import Path
 
 DOMAIN = "course"
@@ -53,6 +54,19 @@ def _catalogue(lang: str) -> gettext.NullTranslations:
 def _(message: str) -> str:
     """`message` in the current language (itself in English, or when no translation exists)."""
     return _catalogue(language()).gettext(message)
+
+
+def width(text: str) -> int:
+    """How many columns `text` takes in a monospaced font: Chinese characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def rjust(text: str, columns: int) -> str:
+    return " " * max(0, columns - width(text)) + text
+
+
+def ljust(text: str, columns: int) -> str:
+    return text + " " * max(0, columns - width(text))
 
 
 def N_(message: str) -> str:

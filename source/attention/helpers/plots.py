@@ -4,7 +4,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import torch
 
+from .fonts import use_language_fonts
 from .i18n import _
+
+use_language_fonts()
 
 
 def attention_heatmap(weights: torch.Tensor, queries: list[str], keys: list[str], title: str = "", ax=None):

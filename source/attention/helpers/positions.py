@@ -14,7 +14,8 @@ import math
 import torch
 
 from .feedback import MissingImplementation, call_student
-from .i18n import _, word
+from .i18n import _
+from .i18n import word as in_language
 
 D_MODEL = 8
 VOCAB_SEED = 11
@@ -68,8 +69,8 @@ def permutation_demo(attention, words=("the", "cat", "sat", "on", "the", "mat"),
         print(_("This demo uses your `scaled_dot_product_attention`. {missing}").format(missing=missing))
         return None
     diff = (out_shuffled - out[order_t]).abs().max().item()
-    print(_("sentence:          {words}").format(words=" ".join(word(w) for w in words)))
-    print(_("shuffled sentence: {words}").format(words=" ".join(word(words[i]) for i in order)))
+    print(_("sentence:          {words}").format(words=" ".join(in_language(w) for w in words)))
+    print(_("shuffled sentence: {words}").format(words=" ".join(in_language(words[i]) for i in order)))
     print(_("output of the shuffled sentence vs the output rows shuffled the same way: largest difference "
             "{diff}").format(diff=_bound(diff)))
     return diff

@@ -1,0 +1,255 @@
+"""The checks a student runs: staged, specific, and quiet when all is well.
+
+`check(name, obj)` calls the student's function or class on the stored cases of
+`check_cases.npz` and judges each result in stages: it runs at all, type, shape, dtype, finite
+values, values, masked weights exactly 0, inputs unchanged. The first failure raises
+`CheckFailed` with one short message that says what was expected, what came back, and, when
+the result matches a known wrong answer, which mistake it is. For a multiple-choice question,
+`check(name, answer)` says whether the option is right and, if not, why not.
+
+`judge` is also what the course's grader uses, on the numbers a submission returns.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import inspect
+import io
+import textwrap
+import warnings
+
+import torch
+
+from . import course
+from .casefile import load_cases
+from .exercises import Case, Outcome, run_case
+from .feedback import CheckFailed, explain_error, first_difference, mistake_message, passed, preview, shape_of
+from .i18n import _
+from .notebook_code import forbidden_uses
+
+RTOL = ATOL = 1e-5          # float32 results against a float64 reference
+MISTAKE_TOLERANCE = 1e-4    # how close a result must be to a known wrong answer to name it
+CHOICE_SALT = "attention-course/"
+
+# Mistakes that the checks name from the way a call fails, for any exercise whose manifest entry
+# gives them a sentence (tests/test_manifest.py checks every exercise they apply to has one).
+RAISING_MISTAKES = ("no_value_error", "assert_instead", "message_without_numbers")
+OVERFLOW_MISTAKE = "naive_softmax"
+
+
+@functools.lru_cache(maxsize=1)
+def _all_cases() -> tuple[Case, ...]:
+    return tuple(load_cases())
+
+
+def cases_for(exercise: str, hidden: bool = False) -> list[Case]:
+    """The stored cases of an exercise: the visible ones, or the hidden ones when present."""
+    return [c for c in _all_cases() if c.exercise == exercise and c.hidden == hidden]
+
+
+# ----------------------------------------------------------------------------- judging
+
+def scale_of(expected: torch.Tensor) -> float:
+    """The size of the numbers in a result: rounding errors of float32 grow with it."""
+    finite = expected.detach().double().abs()
+    finite = finite[torch.isfinite(finite)]
+    return max(1.0, float(finite.max())) if finite.numel() else 1.0
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, tol: float = ATOL) -> bool:
+    """Equal within `tol`, relative to each value and to the largest value of the result."""
+    return a.shape == b.shape and bool(torch.allclose(a.detach().double(), b.detach().double(),
+                                                      rtol=tol, atol=tol * scale_of(b), equal_nan=True))
+
+
+def recognise_mistake(case: Case, results: tuple) -> str | None:
+    """The id of the known wrong answer that `results` reproduces, if any."""
+    if not all(isinstance(r, torch.Tensor) for r in results):
+        return None
+    for mistake, wrong in case.mistakes.items():
+        if len(wrong) == len(results) and all(_close(r, w, MISTAKE_TOLERANCE) for r, w in zip(results, wrong)):
+            return mistake
+    return None
+
+
+def _with_mistake(message: str, case: Case, mistake: str | None) -> str:
+    sentence = mistake_message(case.exercise, mistake) if mistake else ""
+    return message + "\n" + _("Likely mistake:") + " " + sentence if sentence else message
+
+
+def numbers_to_name(case: Case) -> list[str]:
+    """The numbers a ValueError about a case's sizes must name: its whole-number parameters and
+    the size of the last axis of each input."""
+    numbers = [str(v) for v in case.params.values() if isinstance(v, int) and not isinstance(v, bool)]
+    numbers += [str(t.shape[-1]) for k, t in case.tensors.items() if "." not in k and t.dim()]
+    return list(dict.fromkeys(numbers))
+
+
+def _judge_error(case: Case, outcome: Outcome) -> str:
+    kind, text = outcome.error
+    inputs = case.describe_inputs()
+    if kind == "NotImplementedError":
+        return _("`{name}` is not implemented yet: replace `raise NotImplementedError()` with your code and "
+                 "run its cell again.").format(name=case.exercise)
+    if case.raises:
+        if kind == "AssertionError":
+            return _with_mistake(_("For {inputs} it should raise {want}; it raised AssertionError.").format(
+                inputs=inputs, want=case.raises), case, "assert_instead")
+        if kind != case.raises:
+            return _with_mistake(_("For {inputs} it should raise {want}; it raised {kind}: {text}").format(
+                inputs=inputs, want=case.raises, kind=kind, text=text), case, "no_value_error")
+        numbers = numbers_to_name(case)
+        if any(n not in text for n in numbers):
+            return _with_mistake(_("The {kind} says {text!r}; it should name the numbers {numbers}.").format(
+                kind=kind, text=text, numbers=_(" and ").join(numbers)), case, "message_without_numbers")
+        return ""
+    hint = explain_error(kind, text)
+    message = _("For {inputs} it raised {kind}: {text}").format(inputs=inputs, kind=kind,
+                                                                text=textwrap.shorten(text, 300))
+    return message + ("\n" + _("Hint:") + " " + hint if hint else "")
+
+
+def judge(case: Case, outcome: Outcome) -> str:
+    """An empty string when the outcome is right for the case, else one short message."""
+    spec = course.item(case.exercise)
+    if outcome.problem:
+        return _with_mistake(outcome.problem, case, outcome.mistake)
+    if outcome.error:
+        return _judge_error(case, outcome)
+    if case.raises:
+        return _with_mistake(_("For {inputs} it should raise {want}; it returned normally.").format(
+            inputs=case.describe_inputs(), want=case.raises), case, "no_value_error")
+    results, names = outcome.results, spec["outputs"]
+    mistake = recognise_mistake(case, results)
+    where = _("For {inputs}").format(inputs=case.describe_inputs())
+
+    def label(name: str) -> str:
+        return f"`{name}`" if len(names) > 1 else _("the result")
+
+    for name, got, want in zip(names, results, case.expected):
+        if not isinstance(got, torch.Tensor):
+            return _with_mistake(_("{where}, {label} should be a torch.Tensor; it is {got}.").format(
+                where=where, label=label(name), got=shape_of(got)), case, mistake)
+        if got.shape != want.shape:
+            return _with_mistake(_("{where}, {label} should have shape {want}; it has shape {got}.").format(
+                where=where, label=label(name), want=shape_of(want), got=shape_of(got)), case, mistake)
+    input_dtype = next(t.dtype for t in case.tensors.values() if t.is_floating_point())
+    for name, got, want in zip(names, results, case.expected):
+        if got.dtype != input_dtype:
+            return _("{where}, {label} is {got} but the inputs are {want}: results keep the input dtype.").format(
+                where=where, label=label(name), got=str(got.dtype)[6:], want=str(input_dtype)[6:])
+        if torch.isfinite(want).all() and not torch.isfinite(got).all():
+            return _with_mistake(_("{where}, {label} contains NaN or inf; every value should be finite.").format(
+                where=where, label=label(name)), case, mistake or OVERFLOW_MISTAKE)
+        if not _close(got, want):
+            index = first_difference(got, want, ATOL * scale_of(want), RTOL)
+            at = _(" at index {index}").format(index=list(index)) if index else ""
+            return _with_mistake(_("{where}, {label} has wrong values{at}:\n  expected {want}\n  received {got}").format(
+                where=where, label=label(name), at=at, want=preview(want, index), got=preview(got, index)),
+                case, mistake)
+    masked = spec.get("masked_output")
+    if masked and "mask" in case.tensors:
+        weights = results[names.index(masked)]
+        blocked = ~case.tensors["mask"].bool().expand_as(weights)
+        if (weights[blocked] != 0).any():
+            return _with_mistake(_("{where}, {label} where the mask is False should be exactly 0; the largest is "
+                                   "{largest:.3g}.").format(where=where, label=label(masked),
+                                                            largest=weights[blocked].abs().max().item()),
+                                 case, mistake)
+    if outcome.changed_inputs:
+        return _("{where}, your code changed its input {names} in place; compute new tensors and leave the "
+                 "inputs as they were.").format(where=where, names=", ".join(outcome.changed_inputs))
+    return ""
+
+
+# ----------------------------------------------------------------------------- running
+
+def _source_of(obj) -> str:
+    try:
+        return textwrap.dedent(inspect.getsource(obj))
+    except (OSError, TypeError):
+        return ""
+
+
+def forbidden_message(name: str, obj) -> str:
+    """A message when the code of `obj` calls a built-in that the exercise forbids."""
+    forbidden = tuple(course.item(name).get("forbidden", ()))
+    uses = forbidden_uses(_source_of(obj), forbidden, own_name=name) if forbidden else []
+    if not uses:
+        return ""
+    return _("`{name}` uses {use}: this exercise asks you to write attention yourself, so the built-in earns "
+             "no marks here (you will meet it in notebook 06).").format(name=name, use=uses[0])
+
+
+def run_quietly(obj, case: Case) -> Outcome:
+    """Run a case with warnings and stderr swallowed: they must never cost marks."""
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        return run_case(obj, case)
+
+
+def _mistake_from_other_cases(obj, others: list[Case]) -> str:
+    """When the failing case could not tell which mistake it is, ask the next cases."""
+    for case in others:
+        outcome = run_quietly(obj, case)
+        found = recognise_mistake(case, outcome.results) if outcome.results else None
+        sentence = mistake_message(case.exercise, found) if found else ""
+        if sentence:
+            return "\n" + _("Likely mistake:") + " " + sentence
+    return ""
+
+
+def _check_exercise(name: str, obj, hidden: bool) -> None:
+    what = _("class") if course.is_class(name) else _("function")
+    if not (inspect.isclass(obj) if course.is_class(name) else callable(obj)):
+        raise CheckFailed(_("Pass your {what} itself to the check: check({name!r}, {name}); got {got}.").format(
+            what=what, name=name, got=shape_of(obj)))
+    problem = forbidden_message(name, obj)
+    if problem:
+        raise CheckFailed(problem)
+    cases = cases_for(name, hidden)
+    for i, case in enumerate(cases):
+        outcome = run_quietly(obj, case)
+        message = judge(case, outcome)
+        if message:
+            named = _("Likely mistake:") in message or (outcome.error or ("",))[0] == "NotImplementedError"
+            raise CheckFailed(message + ("" if named else _mistake_from_other_cases(obj, cases[i + 1:])))
+    if not hidden:
+        passed(_("`{name}` passed all {count} visible checks.").format(name=name, count=len(cases)))
+
+
+def choice_digest(name: str, option: str) -> str:
+    return hashlib.sha256(f"{CHOICE_SALT}{name}/{option}".encode()).hexdigest()
+
+
+def normalise_option(answer) -> str:
+    """"b", " B ", "(B)" and "B." all mean option B."""
+    return str(answer).strip().upper().strip("()\"'. ")
+
+
+def _check_choice(name: str, answer) -> None:
+    spec = course.item(name)
+    options = spec["options"]
+    option = normalise_option(answer)
+    if option not in options:
+        raise CheckFailed(_("Set {variable} to one of {options} (a string such as \"A\"); it is {answer!r}.").format(
+            variable=spec["variable"], options=", ".join(options), answer=answer))
+    if choice_digest(name, option) != spec["digest"]:
+        why = spec.get("why_not", {}).get(option, "")
+        raise CheckFailed(_("Not {option}.").format(option=option) + (f" {_(why)}" if why else ""))
+    passed(_("Right: {text}").format(text=_(options[option])))
+
+
+def check(name: str, obj, hidden: bool = False) -> None:
+    """Check an exercise (`obj` is your function or class) or a question (`obj` is your answer).
+
+    Raises `CheckFailed` with one message at the first failure; prints a ✓ line when all pass.
+    `hidden=True` runs the hidden cases where they are stored (the grader runs its own).
+    """
+    spec = course.item(name)
+    if spec["kind"] == "choice":
+        if not hidden:
+            _check_choice(name, obj)
+        return
+    _check_exercise(name, obj, hidden)
