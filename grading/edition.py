@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import datetime
 import io
 import shutil
 import sys
@@ -163,12 +164,15 @@ def translate_notebook(course: Course, notebook: str, catalog: Catalog) -> nbfor
             raise ValueError(f"{context}: the translation changes the code, not only its comments and strings")
         cell.source = message.string
     nb.metadata["language"] = str(catalog.locale).replace("_", "-") if catalog.locale else ""
+    nb.metadata.pop("widgets", None)
     return nb
 
 
 def compile_messages(course: Course, language: str, catalog: Catalog) -> Path:
     """The messages (not the cells) as gettext's .mo in the helpers, for the checks and labs."""
-    messages = Catalog(locale=language.replace("-", "_"), domain=DOMAIN)
+    fixed = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)   # the same bytes every build
+    messages = Catalog(locale=language.replace("-", "_"), domain=DOMAIN, project="attention-course",
+                       creation_date=fixed, revision_date=fixed)
     for message in catalog:
         is_cell = (message.context or "").split("/")[0] in course.notebooks
         if message.id and message.string and not message.fuzzy and not is_cell:

@@ -33,6 +33,7 @@ def execute(path: Path, timeout: int = 900) -> float:
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)
+    notebook.metadata.pop("widgets", None)   # random model ids: noise in every diff, and not needed
     nbformat.write(notebook, path)
     return time.monotonic() - start
 

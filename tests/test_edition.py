@@ -1,0 +1,141 @@
+"""The Chinese edition: complete, in step with the English source, generated (never edited by
+hand), saying the same things with the same placeholders, and drawing Chinese in its plots."""
+from __future__ import annotations
+
+import re
+import string
+import warnings
+
+import nbformat
+import pytest
+
+from grading.edition import (_code_skeleton, catalogue_dir, cell_units, compile_messages, merged, problems,
+                             read_catalogue, translate_notebook)
+from grading.manifest import load
+
+COURSE = load()
+OTHERS = [e for e in COURSE.editions if e.language != "en"]
+
+
+@pytest.mark.parametrize("edition", OTHERS, ids=lambda e: e.name)
+def test_every_unit_is_translated_and_none_is_stale(edition):
+    found = problems(COURSE, edition.language)
+    assert not found, f"{len(found)} unit(s) missing or stale (make translations):\n" + "\n".join(found[:30])
+
+
+def test_changing_one_english_sentence_makes_its_translation_stale(tmp_path):
+    """The stale-translation check can fail: edit one markdown cell of a copy of the course."""
+    import shutil
+    for name in ("course.toml", "nbgrader_config.py"):
+        shutil.copy(COURSE.root / name, tmp_path / name)
+    shutil.copytree(COURSE.root / "source" / "attention", tmp_path / "source" / "attention")
+    shutil.copytree(COURSE.root / "i18n", tmp_path / "i18n")
+    shutil.copytree(COURSE.root / "grading", tmp_path / "grading")
+    copy = load(tmp_path)
+    path = copy.source_notebook("01_scaling_problem")
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "markdown")
+    cell.source = cell.source.replace("The", "Thee", 1) if "The" in cell.source else cell.source + " (changed)"
+    nbformat.write(nb, path)
+    found = problems(copy, "zh-CN")
+    assert any(f"01_scaling_problem/{cell.id}" in line and line.startswith("stale") for line in found), found
+
+
+@pytest.mark.parametrize("edition", OTHERS, ids=lambda e: e.name)
+def test_the_edition_is_generated_from_the_catalogue(edition):
+    """The committed source of the edition is what the catalogue makes of the English (cells,
+    helpers, language marker); only stored outputs come from running it."""
+    catalog = merged(COURSE, edition.language)
+    for notebook in COURSE.notebooks:
+        want = translate_notebook(COURSE, notebook, catalog)
+        have = nbformat.read(COURSE.source_notebook(notebook, edition.name), as_version=4)
+        assert [(c.cell_type, c.source) for c in have.cells] == [(c.cell_type, c.source) for c in want.cells], \
+            f"{notebook}: source/{edition.assignment} differs from the catalogue; run make outputs"
+    english, helpers = COURSE.source_dir() / "helpers", COURSE.source_dir(edition.name) / "helpers"
+    for path in english.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts:
+            copy = helpers / path.relative_to(english)
+            assert copy.exists() and copy.read_bytes() == path.read_bytes(), f"{copy} is not the English helper"
+    marker = COURSE.source_dir(edition.name) / "course-language.txt"
+    assert marker.read_text().strip() == edition.language
+
+
+@pytest.mark.parametrize("edition", OTHERS, ids=lambda e: e.name)
+def test_the_compiled_messages_are_those_of_the_catalogue(edition, tmp_path, monkeypatch):
+    mo = COURSE.source_dir() / "helpers" / "locale" / edition.language.replace("-", "_") / "LC_MESSAGES" / "course.mo"
+    before = mo.read_bytes()
+    compile_messages(COURSE, edition.language, merged(COURSE, edition.language))
+    assert mo.read_bytes() == before, "helpers/locale is out of date: run make outputs"
+
+
+def _fields(text: str) -> list[str]:
+    return sorted(f"{{{name}{'!' + conv if conv else ''}{':' + spec if spec else ''}}}"
+                  for _, name, spec, conv in string.Formatter().parse(text) if name is not None)
+
+
+@pytest.mark.parametrize("edition", OTHERS, ids=lambda e: e.name)
+def test_messages_keep_their_placeholders_and_markup(edition):
+    bad = []
+    for message in read_catalogue(COURSE, edition.language):
+        if not message.id or not message.string:
+            continue
+        if (message.context or "").split("/")[0] in COURSE.notebooks:
+            english, chinese = message.id, message.string   # cells: code spans and math stay
+            for pattern in (r"`[^`\n]+`", r"\$[^$\n]+\$"):
+                missing = set(re.findall(pattern, english)) - set(re.findall(pattern, chinese))
+                if missing:
+                    bad.append(f"{message.context}: lost {sorted(missing)[:3]}")
+            continue
+        try:
+            if _fields(message.id) != _fields(message.string):
+                bad.append(f"{message.id[:60]!r}: placeholders {_fields(message.id)} vs {_fields(message.string)}")
+        except ValueError as exc:
+            bad.append(f"{message.id[:60]!r}: {exc}")
+    assert not bad, "\n".join(bad[:30])
+
+
+@pytest.mark.parametrize("edition", OTHERS, ids=lambda e: e.name)
+def test_translated_code_cells_are_the_same_code(edition):
+    catalog = read_catalogue(COURSE, edition.language)
+    for notebook in COURSE.notebooks:
+        for context, source, kind in cell_units(COURSE, notebook):
+            message = catalog.get(source, context=context)
+            if kind == "code" and message is not None and message.string:
+                assert _code_skeleton(message.string) == _code_skeleton(source), context
+
+
+def test_the_catalogue_has_one_file_per_notebook_and_one_for_messages():
+    names = sorted(p.stem for p in catalogue_dir(COURSE, "zh-CN").glob("*.po"))
+    assert names == sorted([*COURSE.notebooks, "messages"])
+
+
+def test_every_check_message_speaks_chinese_in_the_chinese_edition():
+    from helpers.checks import check
+    from helpers.feedback import CheckFailed
+    from helpers.i18n import using
+    with using("zh-CN"):
+        with pytest.raises(CheckFailed) as failed:
+            check("raw_scores", lambda q, k: q @ k)
+        assert re.search(r"[\u4e00-\u9fff]", str(failed.value)), str(failed.value)
+        with pytest.raises(CheckFailed, match="不是"):
+            check("quick_check", "A")
+
+
+def test_plots_draw_chinese_without_missing_glyphs(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from helpers import plots
+    from helpers.fonts import use_language_fonts
+    from helpers.i18n import using
+    try:
+        with using("zh-CN"), warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*[Gg]lyph.*")   # "Glyph ... missing from font" fails
+            assert use_language_fonts() is not None, "no CJK font: apt-get install fonts-noto-cjk"
+            import torch
+            plots.attention_heatmap(torch.full((3, 3), 1 / 3), ["小", "猫", "坐"], ["小", "猫", "坐"], title="注意力权重")
+            plt.gcf().savefig(tmp_path / "zh.png")
+    finally:
+        plt.close("all")
+        matplotlib.rcParams.update(matplotlib.rcParamsDefault)
