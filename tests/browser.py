@@ -41,7 +41,8 @@ def jupyterlab(root: Path, teacher: bool = False, edition: str = "en"):
         if edition == "zh-CN":
             paths.append(str(REPO / "binder" / "jupyter-zh-CN"))
         env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(paths)
-    env["JUPYTERLAB_SETTINGS_DIR"] = str(Path(root).parent / f"lab-settings-{'teacher' if teacher else edition}")
+        env["PYTHONPATH"] = str(REPO / "binder")   # the course's links /course/en and /course/zh-CN
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(Path(root).parent / f"lab-settings-{port}")
     log_path = Path(root).parent / f"lab-{port}.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(

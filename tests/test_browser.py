@@ -1,32 +1,28 @@
-"""The source notebooks in a real browser: JupyterLab on loopback, driven by headless Chromium.
+"""The notebooks of every edition in a real browser: JupyterLab on loopback, driven by headless Chromium.
 
 For each source notebook the test runs all cells, checks that no cell has an error output,
 moves every slider with the keyboard and checks that its readout text and its drawing change.
-Screenshots go to build/screenshots/ for people to look at. The notebooks are served from a
-copy, so nothing the browser does touches the working tree. With CI=true a browser that cannot
-be started is a failure, not a skip.
+It also looks at the JupyterLab a student gets (`make lab`, Binder): no instructor panels, no news
+pop-up, nbgrader's Validate button and assignment list kept; and the Chinese link /course/zh-CN
+opening the Chinese start page in a Chinese JupyterLab. Screenshots go to build/screenshots/.
+The course is served from a copy, so nothing the browser does touches the working tree.
 """
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import socket
-import subprocess
 import time
+import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from conftest import COPY_IGNORE, REPO, venv_env
+from browser import SHOTS, TOKEN, browser_page, jupyterlab
+from conftest import COPY_IGNORE, REPO
+from grading.manifest import load
 
 pytestmark = pytest.mark.slow
-
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = REPO / "build" / "screenshots"
-NOTEBOOKS = sorted(p.name for p in (REPO / "source" / "attention").glob("0*.ipynb"))
-TOKEN = "browser-test"
+COURSE = load()
+NOTEBOOKS = [(e, nb) for e in COURSE.editions for nb in COURSE.notebooks]
 
 ERRORS_JS = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
@@ -49,68 +45,33 @@ BUSY_JS = """() => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _browser_or_fail(playwright):
-    """Launch Debian's Chromium; without it, skip locally and fail under CI."""
-    if not Path(CHROMIUM).exists():
-        message = f"{CHROMIUM} is missing (apt-get install chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    try:
-        return playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                          args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-    except Exception as exc:  # noqa: BLE001 - report any launch failure the same way
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"Chromium would not start: {exc}")
-        pytest.skip(f"Chromium would not start: {exc}")
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lab") / "course"
+    for name in (COURSE.source, COURSE.release):
+        shutil.copytree(REPO / name, root / name, ignore=COPY_IGNORE)
+    return root
 
 
 @pytest.fixture(scope="module")
-def lab_server(tmp_path_factory):
-    """A JupyterLab server on loopback serving a copy of source/attention."""
-    root = tmp_path_factory.mktemp("lab") / "attention"
-    shutil.copytree(REPO / "source" / "attention", root, ignore=COPY_IGNORE)
-    port = _free_port()
-    log = open(root.parent / "lab.log", "w")
-    proc = subprocess.Popen(
-        [str(Path(venv_env()["VIRTUAL_ENV"]) / "bin" / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1",
-         f"--port={port}", f"--ServerApp.token={TOKEN}", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
-         "--LabApp.expose_app_in_browser=True", "--ServerApp.disable_check_xsrf=True", "--allow-root",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=root, env=venv_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
-            break
-        except OSError:
-            if time.time() > deadline or proc.poll() is not None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                pytest.fail("JupyterLab did not start:\n" + (root.parent / "lab.log").read_text())
-            time.sleep(0.5)
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-    log.close()
+def student_lab(served):
+    with jupyterlab(served) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
-def browser():
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with playwright_api.sync_playwright() as playwright:
-        chromium = _browser_or_fail(playwright)
-        yield chromium
-        chromium.close()
+def page():
+    with browser_page() as page:
+        yield page
+
+
+def _open(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
+                           "&& window.jupyterapp.shell.currentWidget.sessionContext", timeout=120_000)
+    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session "
+                           "&& window.jupyterapp.shell.currentWidget.sessionContext.kernelDisplayStatus === 'idle'",
+                           timeout=120_000)
 
 
 def _wait_until_idle(page, timeout: float = 240) -> None:
@@ -141,38 +102,65 @@ def _move(page, handle, key: str, widget, before, timeout: float = 30) -> tuple[
     return _state(widget)
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS)
-def test_notebook_runs_and_its_sliders_work_in_the_browser(notebook, lab_server, browser):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    try:
-        page.goto(f"{lab_server}/lab/tree/{notebook}?token={TOKEN}&reset")
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
-                               "&& window.jupyterapp.shell.currentWidget.sessionContext", timeout=120_000)
-        page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session "
-                               "&& window.jupyterapp.shell.currentWidget.sessionContext.kernelDisplayStatus === 'idle'",
-                               timeout=120_000)
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        _wait_until_idle(page)
-        assert page.evaluate(ERRORS_JS) == [], f"{notebook}: cells with errors"
+@pytest.mark.parametrize("edition,notebook", NOTEBOOKS, ids=[f"{e.name}-{nb}" for e, nb in NOTEBOOKS])
+def test_notebook_runs_and_its_sliders_work_in_the_browser(edition, notebook, student_lab, page):
+    shot = f"{edition.name}_{notebook[:2]}"
+    _open(page, f"{student_lab}/lab/tree/{COURSE.source}/{edition.assignment}/{notebook}.ipynb?reset")
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    _wait_until_idle(page)
+    assert page.evaluate(ERRORS_JS) == [], f"{notebook}: cells with errors"
+    labs = page.locator(".jp-OutputArea-output .widget-vbox:has(.widget-slider)")
+    for i in range(labs.count()):
+        lab = labs.nth(i)
+        lab.scroll_into_view_if_needed()
+        for j in range(lab.locator(".noUi-handle").count()):
+            handle = lab.locator(".noUi-handle").nth(j)
+            before = _state(lab)
+            lab.screenshot(path=str(SHOTS / f"{shot}_lab{i}_slider{j}_before.png"))
+            after = _move(page, handle, "ArrowRight", lab, before)
+            if after == before:  # the handle may sit at the end of its range: go the other way
+                after = _move(page, handle, "ArrowLeft", lab, before)
+            assert after[0] != before[0], f"{notebook} lab {i}: the readout did not change"
+            assert after[1] != before[1], f"{notebook} lab {i}: the drawing did not change"
+            assert "Implement" not in after[0] and "raised" not in after[0], after[0]
+            lab.screenshot(path=str(SHOTS / f"{shot}_lab{i}_slider{j}_after.png"))
+    page.screenshot(path=str(SHOTS / f"{shot}_page.png"))
+    if notebook.startswith(("01", "02", "03", "05")):
+        assert labs.count() >= 1, f"{notebook} should have a slider lab"
+    if edition.language.startswith("zh"):
+        text = page.inner_text(".jp-Notebook")
+        assert sum("\u4e00" <= ch <= "\u9fff" for ch in text) > 100, "the Chinese notebook shows little Chinese"
 
-        labs = page.locator(".jp-OutputArea-output .widget-vbox:has(.widget-slider)")
-        for i in range(labs.count()):
-            lab = labs.nth(i)
-            lab.scroll_into_view_if_needed()
-            for j in range(lab.locator(".noUi-handle").count()):
-                handle = lab.locator(".noUi-handle").nth(j)
-                before = _state(lab)
-                lab.screenshot(path=str(SHOTS / f"{notebook[:2]}_lab{i}_slider{j}_before.png"))
-                after = _move(page, handle, "ArrowRight", lab, before)
-                if after == before:  # the handle may sit at the end of its range: go the other way
-                    after = _move(page, handle, "ArrowLeft", lab, before)
-                assert after[0] != before[0], f"{notebook} lab {i}: the readout did not change"
-                assert after[1] != before[1], f"{notebook} lab {i}: the drawing did not change"
-                assert "Implement" not in after[0] and "raised" not in after[0], after[0]
-                lab.screenshot(path=str(SHOTS / f"{notebook[:2]}_lab{i}_slider{j}_after.png"))
-        page.screenshot(path=str(SHOTS / f"{notebook[:2]}_page.png"))
-        if notebook.startswith(("01", "02", "03", "05")):
-            assert labs.count() >= 1, f"{notebook} should have a slider lab"
-    finally:
-        page.close()
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_a_students_jupyterlab_has_no_instructor_tools_and_no_news_popup(student_lab, page):
+    _open(page, f"{student_lab}/lab/tree/{COURSE.release}/attention/01_scaling_problem.ipynb?reset")
+    page.wait_for_timeout(3000)
+    page.screenshot(path=str(SHOTS / "student_lab.png"))
+    assert _status(f"{student_lab}/formgrader?token={TOKEN}") == 404
+    plugins = page.evaluate("() => [...window.jupyterapp.listPlugins()]")
+    activated = page.evaluate("() => window.jupyterapp.listPlugins().filter(p => window.jupyterapp.isPluginActivated(p))")
+    for hidden in ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
+                   "@jupyter/nbgrader:course-list", "@jupyterlab/apputils-extension:announcements"):
+        assert hidden not in activated, f"{hidden} is active in the students' JupyterLab"
+    for kept in ("@jupyter/nbgrader:validate-assignment", "@jupyter/nbgrader:assignment-list"):
+        assert kept in plugins and kept in activated, f"{kept} should be there for students"
+    assert page.locator("text=Would you like to get notified").count() == 0
+    assert page.locator(".jp-Notebook").count() == 1
+
+
+def test_the_chinese_link_opens_the_chinese_start_page_in_a_chinese_jupyterlab(served, page):
+    with jupyterlab(served) as url:
+        _open(page, f"{url}/course/zh-CN")
+        page.wait_for_timeout(2000)
+        assert page.url.endswith("/attention_zh/00_start_here.ipynb"), page.url
+        menus = page.inner_text("#jp-top-panel") if page.locator("#jp-top-panel").count() else page.inner_text("body")
+        page.screenshot(path=str(SHOTS / "zh-CN_lab_start_page.png"))
+        assert "文件" in menus and "编辑" in menus, menus[:200]
