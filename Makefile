@@ -4,6 +4,7 @@
 #   make test           create .venv if needed, run the whole test suite (about 15 minutes)
 #   make test-fast      the tests that start no kernel, browser or grading run (under a minute)
 #   make outputs        rebuild what is built from the sources: case file, stored outputs, editions, releases
+#                       (NOTEBOOKS="01_scaling_problem" re-runs only those notebooks)
 #   make release        regenerate the student releases notebooks/<assignment> from source/ with nbgrader
 #   make translations   list the translations that are missing or stale (catalogue i18n/)
 #   make grade          grade every submission under submitted/ (JOBS=N at a time, STUDENT=alice for one)
@@ -26,6 +27,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 JOBS    ?=
 STUDENT ?=
 EDITION ?= en
+NOTEBOOKS ?=
 # Extra arguments, e.g. make lab LAB_ARGS="--no-browser --port=8899" or make test PYTEST_ARGS="-k release"
 LAB_ARGS    ?=
 PYTEST_ARGS ?=
@@ -57,7 +59,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 outputs: $(STAMP)
-	$(PY) -m grading.outputs
+	$(PY) -m grading.outputs $(NOTEBOOKS)
 
 release: $(STAMP)
 	$(PY) -m grading.outputs --no-execute

@@ -191,9 +191,9 @@ def build_edition(course: Course, name: str) -> Path:
     edition = course.edition(name)
     catalog = merged(course, edition.language)
     missing = problems(course, edition.language)
-    if missing:
-        raise SystemExit(f"The {edition.language} catalogue is incomplete ({len(missing)} units); "
-                         f"run `make translations`:\n  " + "\n  ".join(missing[:20]))
+    if missing:   # the edition is still built (those units stay in English); the tests fail until done
+        print(f"WARNING: the {edition.language} catalogue lacks {len(missing)} unit(s), left in English; "
+              f"see `make translations`:\n  " + "\n  ".join(missing[:10]))
     compile_messages(course, edition.language, catalog)
     dest = course.source_dir(name)
     dest.mkdir(parents=True, exist_ok=True)

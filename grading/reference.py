@@ -29,6 +29,20 @@ def answer_source(course: Course, item: Item) -> str:
     return without_solution_markers(cell_source(cell))
 
 
+def solution_lines(course: Course, item: Item) -> list[str]:
+    """The lines of an answer cell between `### BEGIN SOLUTION` and `### END SOLUTION`, stripped."""
+    path = course.source_notebook(item.notebook)
+    lines, inside = [], False
+    for line in cell_source(find_cell(_notebook(path), item.answer_cell)).splitlines():
+        if line.strip() == "### BEGIN SOLUTION":
+            inside = True
+        elif line.strip() == "### END SOLUTION":
+            inside = False
+        elif inside and line.strip():
+            lines.append(line.strip())
+    return lines
+
+
 def notebook_imports(course: Course, notebook: str) -> list[str]:
     """The import statements of a source notebook's code cells."""
     return import_statements(_notebook(course.source_notebook(notebook)))

@@ -75,14 +75,11 @@ def scan(course: Course, folder: Path) -> list[str]:
     """What in `folder` a student must not get: solution text, hidden tests, grading code, the
     manifest, or expected results of hidden cases. Empty when the folder is clean."""
     from helpers.casefile import load_cases
-    from .reference import answer_source
+
+    from .reference import solution_lines
     problems = []
-    solutions = {}
-    for item in course.exercises():
-        body = [line.strip() for line in answer_source(course, item).splitlines()
-                if line.strip() and not line.strip().startswith(("def ", "class ", '"""', "#"))
-                and len(line.strip()) > 20]
-        solutions[item.name] = body
+    solutions = {item.name: [line for line in solution_lines(course, item) if len(line) > 12]
+                 for item in course.exercises()}
     answers = {f'{i.variable} = "{i.answer}"' for i in course.questions()}
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
@@ -100,12 +97,13 @@ def scan(course: Course, folder: Path) -> list[str]:
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue
-        for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "hidden=True", "grading.", "import grading"):
+        markers = ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "hidden=True") if path.suffix == ".ipynb" else ()
+        for marker in (*markers, "import grading", "from grading"):
             if marker in text:
                 problems.append(f"{rel}: contains {marker!r}")
-        for name, lines in solutions.items():   # half of a solution's lines is a solution
+        for name, lines in solutions.items():   # two thirds of a solution's lines is a solution
             found = [line for line in lines if line in text]
-            if lines and len(found) * 2 >= len(lines):
+            if lines and len(found) * 3 >= 2 * len(lines):
                 problems.append(f"{rel}: contains the solution of {name} ({found[0]!r}, ...)")
         problems += [f"{rel}: contains the answer {a!r}" for a in answers if a in text]
     return problems

@@ -32,10 +32,9 @@ def test_the_case_file_holds_visible_cases_with_results_and_nothing_hidden():
 
 
 def test_the_student_view_holds_no_solution_answer_or_alternative():
-    from grading.reference import answer_source
+    from grading.reference import solution_lines
     text = COURSE_FILE.read_text()
     assert '"answer"' not in text and "alternatives" not in text and "edits" not in text
     for item in COURSE.exercises():
-        body = [line.strip() for line in answer_source(COURSE, item).splitlines()
-                if line.strip() and not line.strip().startswith(("def ", "class ", '"""', "#"))]
-        assert not any(len(line) > 25 and line in text for line in body), f"{item.name}: solution text in course.json"
+        lines = [line for line in solution_lines(COURSE, item) if len(line) > 12]
+        assert lines and sum(line in text for line in lines) * 2 < len(lines), f"{item.name}: solution in course.json"
