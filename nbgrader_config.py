@@ -5,6 +5,7 @@ writes the student version to ``notebooks/<assignment>``, submissions go to ``su
 grading writes ``autograded/``, ``feedback/`` and ``gradebook.db``. The assignments (one per
 language edition) are listed in ``course.toml``.
 """
+
 import os
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)

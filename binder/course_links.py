@@ -4,6 +4,7 @@ A Binder badge can only name a URL path, and JupyterLab has no URL option for it
 /course/zh-CN sets the student's JupyterLab language setting to Chinese (its zh-CN language pack)
 and opens the Chinese edition's start page; /course/en does the same in English.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,10 @@ from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
-EDITIONS = {"en": ("en", "notebooks/attention/00_start_here.ipynb"),
-            "zh-CN": ("zh_CN", "notebooks/attention_zh/00_start_here.ipynb")}
+EDITIONS = {
+    "en": ("en", "notebooks/attention/00_start_here.ipynb"),
+    "zh-CN": ("zh_CN", "notebooks/attention_zh/00_start_here.ipynb"),
+}
 SETTING = Path("@jupyterlab", "translation-extension", "plugin.jupyterlab-settings")
 
 

@@ -1,18 +1,21 @@
-"""`make bench`: the performance budgets of COURSE.md, measured side by side in one run.
+"""`make bench`: the performance budgets of docs/design.md, measured side by side in one run.
 
-    python -m grading.bench [--class-size N]
+    python -m grading.bench [--class-size N] [--no-grading]
 
 Prints every figure as a ratio against its baseline taken in the same run, says which budgets
 hold, and writes build/bench.json. Figures:
-- each source notebook's wall time against a notebook that only imports torch, matplotlib and
-  ipywidgets, and the peak resident memory of each kernel;
+- each source notebook's wall time (both editions) against a notebook that only imports torch,
+  matplotlib and ipywidgets, and the peak resident memory of each kernel;
 - the reference MultiHeadAttention against nn.MultiheadAttention returning per-head weights
   (B=8, T=256, d_model=512, H=8, float32, CPU, no_grad);
 - the median slider update (compute and redraw) of both labs;
-- grading one complete submission (`make grade` on one student) against nbgrader executing the
-  same graded notebooks (`nbgrader autograde` alone; neither runs the ungraded start notebook);
+- grading one complete submission (`make grade` on one student: confined, trusted) against
+  nbgrader executing the same notebooks with its own preprocessors and nothing else;
+- a submission stuck in an endless loop: how much longer it takes than a right one, against the
+  cell timeout;
 - grading a class with JOBS=2 against JOBS=1, and whether the scores are identical.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,10 +35,11 @@ import psutil
 import torch
 from nbclient import NotebookClient
 
-from . import REPO, SOURCE
 from .classroom import submission, write_submission
+from .manifest import REPO, load
 from .reference import reference
-from .trusted import graded_notebooks
+
+COURSE = load()
 
 IMPORT_ONLY = "import torch\nimport matplotlib.pyplot as plt\nimport ipywidgets\n"
 
@@ -52,7 +56,7 @@ def run_notebook(path: Path, cwd: Path) -> tuple[float, int]:
                 pid = client.km.provisioner.process.pid
                 tree = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
                 peak[0] = max(peak[0], sum(p.memory_info().rss for p in tree))
-            except Exception:  # noqa: BLE001 - the kernel may not exist yet or be gone
+            except Exception:
                 pass
             time.sleep(0.05)
 
@@ -68,15 +72,21 @@ def run_notebook(path: Path, cwd: Path) -> tuple[float, int]:
 
 
 def bench_notebooks() -> dict:
+    source = COURSE.source_dir()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "import_only.ipynb"
         nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(IMPORT_ONLY)]), base)
-        baseline = min(run_notebook(base, SOURCE)[0] for _ in range(2))
+        baseline = min(run_notebook(base, source)[0] for _ in range(2))
     rows = {}
-    for path in sorted(SOURCE.glob("0*.ipynb")):
-        wall, peak = run_notebook(path, SOURCE)
-        rows[path.stem] = {"seconds": round(wall, 2), "ratio": round(wall / baseline, 2),
-                           "peak_mib": round(peak / 2 ** 20)}
+    for edition in COURSE.editions:
+        for name in COURSE.notebooks:
+            path = COURSE.source_notebook(name, edition.name)
+            wall, peak = run_notebook(path, path.parent)
+            rows[f"{edition.name} {name}"] = {
+                "seconds": round(wall, 2),
+                "ratio": round(wall / baseline, 2),
+                "peak_mib": round(peak / 2**20),
+            }
     return {"import_only_seconds": round(baseline, 2), "notebooks": rows}
 
 
@@ -85,13 +95,14 @@ def bench_mha() -> dict:
 
     torch.manual_seed(0)
     B, T, D, H = 8, 256, 512, 8
-    ours = reference("MultiHeadAttention")(D, H)
+    ours = reference(COURSE, COURSE.item("MultiHeadAttention"))(D, H)
     theirs = torch.nn.MultiheadAttention(D, H, batch_first=True)
     x = torch.randn(B, T, D)
     timers = {
         "reference": benchmark.Timer("m(x, x, x)", globals={"m": ours, "x": x}),
         "nn.MultiheadAttention": benchmark.Timer(
-            "m(x, x, x, need_weights=True, average_attn_weights=False)", globals={"m": theirs, "x": x}),
+            "m(x, x, x, need_weights=True, average_attn_weights=False)", globals={"m": theirs, "x": x}
+        ),
     }
     medians = {name: [] for name in timers}
     with torch.no_grad():
@@ -99,8 +110,11 @@ def bench_mha() -> dict:
             for name, timer in timers.items():
                 medians[name].append(timer.blocked_autorange(min_run_time=0.4).median)
     ms = {name: statistics.median(v) * 1000 for name, v in medians.items()}
-    return {"reference_ms": round(ms["reference"], 2), "torch_ms": round(ms["nn.MultiheadAttention"], 2),
-            "ratio": round(ms["reference"] / ms["nn.MultiheadAttention"], 3)}
+    return {
+        "reference_ms": round(ms["reference"], 2),
+        "torch_ms": round(ms["nn.MultiheadAttention"], 2),
+        "ratio": round(ms["reference"] / ms["nn.MultiheadAttention"], 3),
+    }
 
 
 def bench_sliders() -> dict:
@@ -115,24 +129,31 @@ def bench_sliders() -> dict:
             times.append(time.perf_counter() - start)
         return statistics.median(times) * 1000
 
-    dk = DkLab(raw_scores=reference("raw_scores"), scaled_scores=reference("scaled_scores"))
-    heads = HeadsLab(mha_class=reference("MultiHeadAttention"))
+    ref = {name: reference(COURSE, COURSE.item(name)) for name in ("raw_scores", "scaled_scores", "MultiHeadAttention")}
+    dk = DkLab(raw_scores=ref["raw_scores"], scaled_scores=ref["scaled_scores"])
+    heads = HeadsLab(mha_class=ref["MultiHeadAttention"])
     values = D_K_VALUES + D_K_VALUES[::-1]
-    return {"d_k_lab_ms": round(median_update(dk.slider, values), 1),
-            "num_heads_lab_ms": round(median_update(heads.slider, divisors(12) + divisors(12)[::-1]), 1)}
+    return {
+        "d_k_lab_ms": round(median_update(dk.slider, values), 1),
+        "num_heads_lab_ms": round(median_update(heads.slider, divisors(12) + divisors(12)[::-1]), 1),
+    }
 
 
-def notebook_names() -> list[str]:
-    """Every notebook of the course, by name: what a complete submission holds."""
-    return [p.stem for p in sorted(SOURCE.glob("0*.ipynb"))]
+PLAIN_CONFIG = """c = get_config()
+c.CourseDirectory.root = {root!r}
+c.Execute.timeout = 120
+"""
 
 
-def _course(dest: Path) -> Path:
+def _course(dest: Path, plain: bool = False) -> Path:
+    """A copy of the course; `plain`: with nbgrader's own configuration only (no plugins)."""
     dest.mkdir(parents=True)
-    for name in ("nbgrader_config.py", "Makefile", "requirements.txt"):
+    for name in ("nbgrader_config.py", "course.toml", "Makefile", "requirements.txt", "pyproject.toml"):
         shutil.copy2(REPO / name, dest / name)
-    for name in ("source", "notebooks", "grading"):
+    for name in ("source", "notebooks"):
         shutil.copytree(REPO / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.db"))
+    if plain:
+        (dest / "nbgrader_config.py").write_text(PLAIN_CONFIG.format(root=str(dest)))
     return dest
 
 
@@ -142,62 +163,116 @@ def _timed(cmd: list[str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
-def _grade(course: Path, jobs: int) -> tuple[float, dict]:
-    for name in ("autograded", "feedback", "build"):
-        shutil.rmtree(course / name, ignore_errors=True)
-    seconds = _timed([sys.executable, "-m", "grading.grade", "--jobs", str(jobs), "--seed", "1"], course)
+def _grade(course: Path, jobs: int, *args: str) -> tuple[float, dict]:
+    for name in ("autograded", "feedback", "build", "gradebook.db"):
+        shutil.rmtree(course / name, ignore_errors=True) if (course / name).is_dir() else (course / name).unlink(
+            missing_ok=True
+        )
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "grading.grade", "--jobs", str(jobs), "--seed", "1", *args],
+        cwd=course,
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.perf_counter() - start
     with open(course / "grades_by_cell.csv") as handle:
         scores = {(r["student"], r["cell"]): r["score"] for r in csv.DictReader(handle)}
     return seconds, scores
 
 
-def bench_grading(class_size: int) -> dict:
+LOOP = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
+
+
+def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
     nbgrader = str(Path(sys.executable).with_name("nbgrader"))
+    graded = COURSE.graded_notebooks()
     with tempfile.TemporaryDirectory() as tmp:
         one = _course(Path(tmp) / "one")
-        write_submission(one, "student", submission({}, notebooks=notebook_names()))
-        plain_root = _course(Path(tmp) / "plain")
+        write_submission(one, "student", submission(COURSE, {}, graded), "attention")
+        plain_root = _course(Path(tmp) / "plain", plain=True)
         shutil.copytree(one / "submitted", plain_root / "submitted")
-        # Grading does not run the ungraded start notebook, so neither does the baseline.
-        for ungraded in set(notebook_names()) - set(graded_notebooks()):
-            (plain_root / "submitted" / "student" / "attention" / f"{ungraded}.ipynb").unlink()
         _timed([nbgrader, "generate_assignment", "attention", "--force"], plain_root)
         execute = _timed([nbgrader, "autograde", "attention", "--force"], plain_root)
         grade, _ = _grade(one, 1)
+        looping = _course(Path(tmp) / "loop")
+        write_submission(looping, "looping", submission(COURSE, {"split_heads": LOOP}, graded), "attention")
+        right, _ = _grade(looping.parent / "one", 1, f"--cell-timeout={loop_timeout}")
+        stuck, _ = _grade(looping, 1, f"--cell-timeout={loop_timeout}")
         klass = _course(Path(tmp) / "class")
         for i in range(class_size):
-            write_submission(klass, f"student{i:02d}", submission({}, notebooks=notebook_names()))
+            edition = COURSE.editions[i % len(COURSE.editions)]
+            write_submission(klass, f"student{i:02d}", submission(COURSE, {}, graded, edition.name), edition.assignment)
         serial, serial_scores = _grade(klass, 1)
         parallel, parallel_scores = _grade(klass, 2)
-    return {"execute_seconds": round(execute, 1), "grade_seconds": round(grade, 1),
-            "grade_ratio": round(grade / execute, 2), "class_size": class_size,
-            "jobs1_seconds": round(serial, 1), "jobs2_seconds": round(parallel, 1),
-            "jobs_ratio": round(parallel / serial, 2), "same_scores": serial_scores == parallel_scores}
+    return {
+        "execute_seconds": round(execute, 1),
+        "grade_seconds": round(grade, 1),
+        "grade_ratio": round(grade / execute, 2),
+        "loop_cell_timeout": loop_timeout,
+        "loop_extra_seconds": round(stuck - right, 1),
+        "class_size": class_size,
+        "jobs1_seconds": round(serial, 1),
+        "jobs2_seconds": round(parallel, 1),
+        "jobs_ratio": round(parallel / serial, 2),
+        "same_scores": serial_scores == parallel_scores,
+    }
 
 
 def budgets(r: dict) -> list[tuple[str, str, bool]]:
     """(figure, value, budget held) for every budget of COURSE.md."""
     nbs = r["notebooks"]["notebooks"]
-    rows = [(f"{name}: wall time vs import-only", f"{v['ratio']}x (budget 2x)", v["ratio"] <= 2.0)
-            for name, v in nbs.items()]
-    rows += [(f"{name}: kernel peak memory", f"{v['peak_mib']} MiB (budget < 1024)", v["peak_mib"] < 1024)
-             for name, v in nbs.items()]
-    rows.append(("reference MHA vs nn.MultiheadAttention", f"{r['mha']['ratio']}x (budget 1.1x)", r["mha"]["ratio"] <= 1.1))
+    rows = [
+        (f"{name}: wall time vs import-only", f"{v['ratio']}x (budget 2x)", v["ratio"] <= 2.0)
+        for name, v in nbs.items()
+    ]
+    rows += [
+        (f"{name}: kernel peak memory", f"{v['peak_mib']} MiB (budget < 1024)", v["peak_mib"] < 1024)
+        for name, v in nbs.items()
+    ]
+    rows.append(
+        ("reference MHA vs nn.MultiheadAttention", f"{r['mha']['ratio']}x (budget 1.1x)", r["mha"]["ratio"] <= 1.1)
+    )
     for key in ("d_k_lab_ms", "num_heads_lab_ms"):
-        rows.append((f"slider update, {key[:-3].replace('_', ' ')}", f"{r['sliders'][key]} ms (budget 150)",
-                     r["sliders"][key] < 150))
+        rows.append(
+            (
+                f"slider update, {key[:-3].replace('_', ' ')}",
+                f"{r['sliders'][key]} ms (budget 150)",
+                r["sliders"][key] < 150,
+            )
+        )
     if "grading" in r:
         g = r["grading"]
-        rows.append(("grading one submission vs executing it", f"{g['grade_ratio']}x (budget 1.5x)", g["grade_ratio"] <= 1.5))
-        rows.append((f"JOBS=2 vs JOBS=1, {g['class_size']} submissions", f"{g['jobs_ratio']}x (budget 0.65x), "
-                     f"same scores: {g['same_scores']}", g["jobs_ratio"] <= 0.65 and g["same_scores"]))
+        rows.append(
+            ("grading one submission vs executing it", f"{g['grade_ratio']}x (budget 1.5x)", g["grade_ratio"] <= 1.5)
+        )
+        limit = 1.5 * g["loop_cell_timeout"]
+        rows.append(
+            (
+                "an endless loop: extra time vs a right submission",
+                f"{g['loop_extra_seconds']} s (cell timeout {g['loop_cell_timeout']} s; budget about one, "
+                f"< {limit:g} s)",
+                g["loop_extra_seconds"] < limit,
+            )
+        )
+        rows.append(
+            (
+                f"JOBS=2 vs JOBS=1, {g['class_size']} submissions",
+                f"{g['jobs_ratio']}x (budget 0.65x), same scores: {g['same_scores']}",
+                g["jobs_ratio"] <= 0.65 and g["same_scores"],
+            )
+        )
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--class-size", type=int, default=40,
-                        help="submissions for the JOBS speed-up (default 40, as in COURSE.md; about an hour)")
+    parser.add_argument(
+        "--class-size",
+        type=int,
+        default=40,
+        help="submissions for the JOBS speed-up (default 40; about 40 minutes on two cores)",
+    )
     parser.add_argument("--no-grading", action="store_true", help="skip the grading figures (the slow part)")
     args = parser.parse_args(argv)
     results = {"notebooks": bench_notebooks(), "mha": bench_mha(), "sliders": bench_sliders()}

@@ -7,6 +7,7 @@ visible cases of every exercise with their expected results (the reference solut
 float64) and, where a known mistake gives a result of its own, that wrong result, so the checks
 can name the mistake. Hidden cases are not stored: the grader draws its own.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -53,8 +54,9 @@ def _seeded_results(obj, case: Case, spec: dict, seed: int) -> tuple | None:
 def _differs(a: tuple | None, b: tuple | None) -> bool:
     if a is None or b is None:
         return a is not b
-    return len(a) != len(b) or any(x.shape != y.shape or not torch.allclose(x, y, atol=1e-6, rtol=1e-6, equal_nan=True)
-                                   for x, y in zip(a, b))
+    return len(a) != len(b) or any(
+        x.shape != y.shape or not torch.allclose(x, y, atol=1e-6, rtol=1e-6, equal_nan=True) for x, y in zip(a, b)
+    )
 
 
 def check_cases(course: Course) -> list[Case]:
@@ -76,8 +78,11 @@ def check_cases(course: Course) -> list[Case]:
             if got is not None and _differs(got, case.expected):
                 case.mistakes[mistake] = got
         # A result that two mistakes share cannot tell them apart: name neither on this case.
-        ambiguous = {m for m, got in case.mistakes.items()
-                     if any(n != m and not _differs(got, other) for n, other in case.mistakes.items())}
+        ambiguous = {
+            m
+            for m, got in case.mistakes.items()
+            if any(n != m and not _differs(got, other) for n, other in case.mistakes.items())
+        }
         for mistake in ambiguous:
             del case.mistakes[mistake]
     return cases
@@ -89,6 +94,7 @@ def build(course: Course | None = None) -> None:
     helpers = course.source_dir() / "helpers"
     write_student_view(course, helpers / "course.json")
     from helpers import course as student_course
+
     student_course.install(course.student_view())
     try:
         cases = check_cases(course)

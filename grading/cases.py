@@ -4,6 +4,7 @@ Each exercise draws its cases from a random stream of its own (`Course.item_seed
 changing one exercise never changes another's numbers. The checks' case file uses the course's
 fixed seed; the trusted grader draws fresh values from a grading seed, with the same shapes.
 """
+
 from __future__ import annotations
 
 import torch
@@ -36,7 +37,7 @@ def projection_weights(gen: torch.Generator, d_model: int, bias: bool, dtype: to
     """Random weights (and biases) for W_q, W_k, W_v, W_o, named like a state dict."""
     tensors = {}
     for name in PROJECTIONS:
-        tensors[f"{name}.weight"] = _normal(gen, (d_model, d_model), dtype, d_model ** -0.5)
+        tensors[f"{name}.weight"] = _normal(gen, (d_model, d_model), dtype, d_model**-0.5)
         if bias:
             tensors[f"{name}.bias"] = _normal(gen, (d_model,), dtype, 0.5)
     return tensors

@@ -4,6 +4,7 @@ Used by the mutation and attack suites and by `make bench` to make a class of st
 `submission(course, {"raw_scores": "def raw_scores(q, k): ..."})` returns the release notebooks
 with those answer cells filled in and every other answer cell filled with the reference answer.
 """
+
 from __future__ import annotations
 
 import copy
@@ -26,8 +27,9 @@ def wrong_answer(course: Course, name: str, mistake: str) -> str:
     return mistake_source(course, course.item(name), mistake)
 
 
-def submission(course: Course, answers: dict[str, str], notebooks: list[str] | None = None,
-               edition: str = "en") -> dict[str, dict]:
+def submission(
+    course: Course, answers: dict[str, str], notebooks: list[str] | None = None, edition: str = "en"
+) -> dict[str, dict]:
     """Release notebooks (by name) with the given answers and the right answer everywhere else.
     By default only the notebooks that `answers` touch."""
     wanted = notebooks or sorted({course.item(name).notebook for name in answers})

@@ -81,6 +81,7 @@ Layers (``Policy.layers``, any subset of ``LAYERS``, stacked):
 The module uses only the standard library and ctypes, and also runs as a plain file; ``probe()``
 proves each layer by really running ``python -c "import sys"`` confined.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -107,15 +108,25 @@ SCRIPT = os.path.abspath(__file__)
 # What Python and the usual libraries (torch, numpy, matplotlib, ipykernel, zmq) read from the
 # system, besides the interpreter's own prefixes. /proc, /sys and /dev are handled separately.
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
-SYSTEM_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-              "/etc/timezone", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts",
-              "/etc/host.conf", "/etc/fonts", "/etc/mime.types")
-PROC_COVER = ("sys", "sysrq-trigger", "irq", "bus", "fs", "driver", "acpi", "scsi", "tty", "asound",
-              "sysvipc")
+SYSTEM_ETC = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/fonts",
+    "/etc/mime.types",
+)
+PROC_COVER = ("sys", "sysrq-trigger", "irq", "bus", "fs", "driver", "acpi", "scsi", "tty", "asound", "sysvipc")
 DEV_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
-GRACE_SECONDS = 3.0          # after SIGTERM/SIGHUP is forwarded, before the tree is killed
-TICK = 0.1                   # process-count watch interval
-DU_EVERY = 0.5               # scratch-size watch interval
+GRACE_SECONDS = 3.0  # after SIGTERM/SIGHUP is forwarded, before the tree is killed
+TICK = 0.1  # process-count watch interval
+DU_EVERY = 0.5  # scratch-size watch interval
 
 
 @dataclasses.dataclass
@@ -131,7 +142,7 @@ class Policy:
     max_open_files: int = 1024
     uid: int | None = None
     gid: int | None = None
-    chown_write: bool = True   # with "user": give the write directories to the user first
+    chown_write: bool = True  # with "user": give the write directories to the user first
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1)
@@ -207,8 +218,7 @@ class _CapHeader(ctypes.Structure):
 
 
 class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                ("inheritable", ctypes.c_uint32)]
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
 def _status_fields() -> dict[str, str]:
@@ -228,7 +238,7 @@ def drop_privileges(uid: int | None, gid: int | None) -> None:
         try:
             prctl(PR_SET_SECUREBITS, SECUREBITS)
         except OSError as e:
-            raise Unavailable("caps", f"cannot lock securebits as uid 0 ({e.strerror})")
+            raise Unavailable("caps", f"cannot lock securebits as uid 0 ({e.strerror})") from e
         try:
             with open("/proc/sys/kernel/cap_last_cap") as f:
                 last = int(f.read())
@@ -239,15 +249,16 @@ def drop_privileges(uid: int | None, gid: int | None) -> None:
                 prctl(PR_CAPBSET_DROP, cap)
             except OSError as e:
                 if e.errno != errno.EINVAL:
-                    raise Unavailable("caps", f"cannot drop capability {cap} from the bounding "
-                                              f"set ({e.strerror})")
+                    raise Unavailable(
+                        "caps", f"cannot drop capability {cap} from the bounding set ({e.strerror})"
+                    ) from e
     if uid is not None:
         try:
             os.setgroups([])
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
         except OSError as e:
-            raise Unavailable("user", f"cannot switch to uid {uid} gid {gid} ({e.strerror})")
+            raise Unavailable("user", f"cannot switch to uid {uid} gid {gid} ({e.strerror})") from e
         if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
             raise Unavailable("user", f"the switch to uid {uid} did not take")
     try:
@@ -283,8 +294,7 @@ LANDLOCK_RULE_PATH_BENEATH = 1
 
 def landlock_abi() -> int:
     """The Landlock ABI version of the running kernel; -ENOSYS/-EOPNOTSUPP as negative errno."""
-    r = libc().syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_long(0),
-                       ctypes.c_long(1))
+    r = libc().syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_long(0), ctypes.c_long(1))
     return r if r >= 0 else -ctypes.get_errno()
 
 
@@ -292,8 +302,7 @@ def landlock_reason(abi: int) -> str | None:
     if abi > 0:
         return None
     if -abi == errno.EOPNOTSUPP:
-        return ("Landlock: built into this kernel but not enabled (add landlock to the lsm= "
-                "kernel boot parameter)")
+        return "Landlock: built into this kernel but not enabled (add landlock to the lsm= kernel boot parameter)"
     return "Landlock: not supported by this kernel (needs Linux 5.13+)"
 
 
@@ -321,7 +330,7 @@ def landlock_ruleset(read: list[str], write: list[str], dev: list[str]) -> int:
     try:
         ruleset = syscall(SYS_LANDLOCK_CREATE_RULESET, attr, size, 0)
     except OSError as e:
-        raise Unavailable("landlock", f"landlock_create_ruleset failed ({e.strerror})")
+        raise Unavailable("landlock", f"landlock_create_ruleset failed ({e.strerror})") from e
     rules = [(p, (LL_EXECUTE | LL_READ_FILE | LL_READ_DIR) & fs) for p in read]
     rules += [(p, LL_READ_FILE | LL_WRITE_FILE | LL_TRUNCATE | LL_IOCTL_DEV) for p in dev]
     rules += [(p, fs) for p in write]
@@ -339,7 +348,7 @@ def landlock_ruleset(read: list[str], write: list[str], dev: list[str]) -> int:
             attr = ctypes.create_string_buffer(struct.pack("<Qi", rights, fd), 12)
             syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, attr, 0)
         except OSError as e:
-            raise Unavailable("landlock", f"landlock_add_rule {path} failed ({e.strerror})")
+            raise Unavailable("landlock", f"landlock_add_rule {path} failed ({e.strerror})") from e
         finally:
             os.close(fd)
     return ruleset
@@ -349,7 +358,7 @@ def landlock_enforce(ruleset: int) -> None:
     try:
         syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0)
     except OSError as e:
-        raise Unavailable("landlock", f"landlock_restrict_self failed ({e.strerror})")
+        raise Unavailable("landlock", f"landlock_restrict_self failed ({e.strerror})") from e
     finally:
         os.close(ruleset)
 
@@ -360,77 +369,158 @@ def landlock_enforce(ruleset: int) -> None:
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 SYSCALLS = {
     "x86_64": {
-        "socket": 41, "clone": 56, "clone3": 435, "ptrace": 101, "process_vm_readv": 310,
-        "process_vm_writev": 311, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
-        "keyctl": 250, "add_key": 248, "request_key": 249, "kexec_load": 246,
-        "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176,
-        "mount": 165, "umount2": 166, "pivot_root": 155, "unshare": 272, "setns": 308,
+        "socket": 41,
+        "clone": 56,
+        "clone3": 435,
+        "ptrace": 101,
+        "process_vm_readv": 310,
+        "process_vm_writev": 311,
+        "bpf": 321,
+        "perf_event_open": 298,
+        "userfaultfd": 323,
+        "keyctl": 250,
+        "add_key": 248,
+        "request_key": 249,
+        "kexec_load": 246,
+        "kexec_file_load": 320,
+        "init_module": 175,
+        "finit_module": 313,
+        "delete_module": 176,
+        "mount": 165,
+        "umount2": 166,
+        "pivot_root": 155,
+        "unshare": 272,
+        "setns": 308,
     },
     "aarch64": {
-        "socket": 198, "clone": 220, "clone3": 435, "ptrace": 117, "process_vm_readv": 270,
-        "process_vm_writev": 271, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282,
-        "keyctl": 219, "add_key": 217, "request_key": 218, "kexec_load": 104,
-        "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
-        "mount": 40, "umount2": 39, "pivot_root": 41, "unshare": 97, "setns": 268,
+        "socket": 198,
+        "clone": 220,
+        "clone3": 435,
+        "ptrace": 117,
+        "process_vm_readv": 270,
+        "process_vm_writev": 271,
+        "bpf": 280,
+        "perf_event_open": 241,
+        "userfaultfd": 282,
+        "keyctl": 219,
+        "add_key": 217,
+        "request_key": 218,
+        "kexec_load": 104,
+        "kexec_file_load": 294,
+        "init_module": 105,
+        "finit_module": 273,
+        "delete_module": 106,
+        "mount": 40,
+        "umount2": 39,
+        "pivot_root": 41,
+        "unshare": 97,
+        "setns": 268,
     },
 }
 # Same numbers on every architecture (asm-generic, 424+).
 COMMON_DENIED = {
-    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
-    "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
     "mount_setattr": 442,
 }
-DENIED_EPERM = ("ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open",
-                "userfaultfd", "keyctl", "add_key", "request_key", "kexec_load", "kexec_file_load",
-                "init_module", "finit_module", "delete_module", "mount", "umount2", "pivot_root",
-                "unshare", "setns")
+DENIED_EPERM = (
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "unshare",
+    "setns",
+)
 # For a child that still runs as uid 0 (a root supervisor without the user layer): it owns every
 # root-owned file, and Landlock does not cover metadata. Changing modes and times is ignored
 # (the call returns 0 and does nothing: shutil.copy, IPython's first start... keep working);
 # changing owners and extended attributes and the keyring (root's user keyring is the host
 # root's) fail with EPERM.
 UID0_IGNORED = {
-    "x86_64": {"chmod": 90, "fchmod": 91, "fchmodat": 268, "utime": 132, "utimes": 235,
-               "futimesat": 261, "utimensat": 280},
+    "x86_64": {
+        "chmod": 90,
+        "fchmod": 91,
+        "fchmodat": 268,
+        "utime": 132,
+        "utimes": 235,
+        "futimesat": 261,
+        "utimensat": 280,
+    },
     "aarch64": {"fchmod": 52, "fchmodat": 53, "utimensat": 88},
 }
 UID0_DENIED = {
     "x86_64": {
-        "chown": 92, "fchown": 93, "lchown": 94, "fchownat": 260, "setxattr": 188,
-        "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
-        "fremovexattr": 199, "keyctl": 250, "add_key": 248, "request_key": 249,
+        "chown": 92,
+        "fchown": 93,
+        "lchown": 94,
+        "fchownat": 260,
+        "setxattr": 188,
+        "lsetxattr": 189,
+        "fsetxattr": 190,
+        "removexattr": 197,
+        "lremovexattr": 198,
+        "fremovexattr": 199,
+        "keyctl": 250,
+        "add_key": 248,
+        "request_key": 249,
     },
     "aarch64": {
-        "fchownat": 54, "fchown": 55, "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7,
-        "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16, "keyctl": 219, "add_key": 217,
+        "fchownat": 54,
+        "fchown": 55,
+        "setxattr": 5,
+        "lsetxattr": 6,
+        "fsetxattr": 7,
+        "removexattr": 14,
+        "lremovexattr": 15,
+        "fremovexattr": 16,
+        "keyctl": 219,
+        "add_key": 217,
         "request_key": 218,
     },
 }
 UID0_COMMON_IGNORED = {"fchmodat2": 452}
 UID0_COMMON_DENIED = {"setxattrat": 463, "removexattrat": 466}
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
-CLONE_NS_FLAGS = (0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000
-                  | 0x40000000)
+CLONE_NS_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 AF_UNIX, AF_NETLINK = 1, 16
 
 
 class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
-                ("k", ctypes.c_uint32)]
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
 
 
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def seccomp_program(machine: str | None = None, sandbox: bool = True,
-                    uid0: bool = False) -> list[tuple[int, int, int, int]]:
+def seccomp_program(
+    machine: str | None = None, sandbox: bool = True, uid0: bool = False
+) -> list[tuple[int, int, int, int]]:
     """The filter as (code, jt, jf, k) tuples for this machine's architecture: ``sandbox`` is the
     landlock layer's filter (sockets, ptrace, namespaces...), ``uid0`` adds UID0_DENIED."""
     machine = machine or os.uname().machine
     if machine not in SYSCALLS:
-        raise Unavailable("landlock" if sandbox else "caps",
-                          f"seccomp: no syscall table for {machine}")
+        raise Unavailable("landlock" if sandbox else "caps", f"seccomp: no syscall table for {machine}")
     nrs = dict(SYSCALLS[machine], **COMMON_DENIED)
     eperm = [nrs[name] for name in DENIED_EPERM + tuple(COMMON_DENIED)] if sandbox else []
     ignored = []
@@ -438,20 +528,20 @@ def seccomp_program(machine: str | None = None, sandbox: bool = True,
         denied = list(UID0_DENIED[machine].values()) + list(UID0_COMMON_DENIED.values())
         eperm += [nr for nr in denied if nr not in eperm]
         ignored = list(UID0_IGNORED[machine].values()) + list(UID0_COMMON_IGNORED.values())
-    LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06   # BPF_LD|W|ABS, BPF_JMP|..|K, BPF_RET|K
+    LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF_LD|W|ABS, BPF_JMP|..|K, BPF_RET|K
     ALLOW, KILL = 0x7FFF0000, 0x80000000
     ERRNO = 0x00050000
-    prog: list[list] = []   # [code, jt, jf, k] with jt/jf possibly labels
+    prog: list[list] = []  # [code, jt, jf, k] with jt/jf possibly labels
     labels: dict[str, int] = {}
 
     def emit(code, k, jt=0, jf=0):
         prog.append([code, jt, jf, k])
 
-    emit(LD, 4)                                              # seccomp_data.arch
+    emit(LD, 4)  # seccomp_data.arch
     emit(JEQ, AUDIT_ARCH[machine], 0, "kill")
-    emit(LD, 0)                                              # seccomp_data.nr
+    emit(LD, 0)  # seccomp_data.nr
     if machine == "x86_64":
-        emit(JGE, 0x40000000, "enosys", 0)                   # x32 ABI
+        emit(JGE, 0x40000000, "enosys", 0)  # x32 ABI
     if sandbox:
         emit(JEQ, nrs["socket"], "socket", 0)
         emit(JEQ, nrs["clone"], "clone", 0)
@@ -462,7 +552,7 @@ def seccomp_program(machine: str | None = None, sandbox: bool = True,
         emit(JEQ, nr, "ignore", 0)
     emit(RET, ALLOW)
     labels["socket"] = len(prog)
-    emit(LD, 16)                                             # args[0], low 32 bits
+    emit(LD, 16)  # args[0], low 32 bits
     emit(JEQ, AF_UNIX, "allow", 0)
     # libzmq reads a bind address as a NIC name first (getifaddrs, a netlink socket) and aborts
     # unless that fails with EINVAL or EOPNOTSUPP: ipykernel's IOPub pipe binds tcp://127.0.0.1.
@@ -478,7 +568,7 @@ def seccomp_program(machine: str | None = None, sandbox: bool = True,
     labels["eperm"] = len(prog)
     emit(RET, ERRNO | errno.EPERM)
     labels["ignore"] = len(prog)
-    emit(RET, ERRNO | 0)                                     # returns 0, does nothing
+    emit(RET, ERRNO | 0)  # returns 0, does nothing
     labels["enosys"] = len(prog)
     emit(RET, ERRNO | errno.ENOSYS)
     labels["kill"] = len(prog)
@@ -499,8 +589,7 @@ def seccomp_install(sandbox: bool = True, uid0: bool = False) -> None:
     try:
         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog))
     except OSError as e:
-        raise Unavailable("landlock" if sandbox else "caps",
-                          f"seccomp filter refused ({e.strerror})")
+        raise Unavailable("landlock" if sandbox else "caps", f"seccomp filter refused ({e.strerror})") from e
 
 
 # ---------------------------------------------------------------------------------------------
@@ -510,10 +599,10 @@ def _python_prefixes(python: str) -> list[str]:
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     else:
-        code = ("import sys; print(sys.prefix); print(sys.base_prefix);"
-                "print(sys.exec_prefix); print(sys.base_exec_prefix)")
-        out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True,
-                             timeout=60, check=True)
+        code = (
+            "import sys; print(sys.prefix); print(sys.base_prefix);print(sys.exec_prefix); print(sys.base_exec_prefix)"
+        )
+        out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=True)
         prefixes = out.stdout.split("\n")[:4]
     prefixes.append(os.path.dirname(os.path.dirname(os.path.realpath(python))))
     return prefixes
@@ -594,7 +683,7 @@ def inner_stage(cfg: dict) -> None:
     except Unavailable as e:
         _send(status, "E", f"{e.layer}\t{e.reason}")
         os._exit(EXIT_UNAVAILABLE)
-    except BaseException as e:   # noqa: BLE001 - never run the program less confined
+    except BaseException as e:
         _send(status, "E", f"setup\t{type(e).__name__}: {e}")
         os._exit(EXIT_UNAVAILABLE)
 
@@ -622,9 +711,9 @@ def _inner(cfg: dict, status: int) -> None:
     if "user" in layers and (os.getuid() == 0 or os.geteuid() == 0):
         raise Unavailable("user", "the program would still run as uid 0")
     prctl(PR_SET_NO_NEW_PRIVS, 1)
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)   # after the uid switch, which clears it
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid switch, which clears it
     if cfg.get("ppid") and os.getppid() != cfg["ppid"]:
-        os._exit(EXIT_UNAVAILABLE)            # the supervisor is gone already
+        os._exit(EXIT_UNAVAILABLE)  # the supervisor is gone already
     if ruleset is not None:
         landlock_enforce(ruleset)
     keep = {status}
@@ -635,8 +724,17 @@ def _inner(cfg: dict, status: int) -> None:
             except OSError:
                 pass
     os.set_inheritable(status, False)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ,
-                signal.SIGCHLD, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+    for sig in (
+        signal.SIGINT,
+        signal.SIGTERM,
+        signal.SIGHUP,
+        signal.SIGPIPE,
+        signal.SIGXFSZ,
+        signal.SIGCHLD,
+        signal.SIGQUIT,
+        signal.SIGUSR1,
+        signal.SIGUSR2,
+    ):
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     env = cfg["env"]
@@ -654,8 +752,7 @@ def _inner(cfg: dict, status: int) -> None:
         hint = ""
         if e.errno == errno.EACCES and "user" in layers and not cfg["in_bwrap"]:
             where = _unreachable_dir(path, os.getuid(), os.getgid())
-            hint = (f" (the sandbox user cannot search {where}; combine user with bwrap)"
-                    if where else "")
+            hint = f" (the sandbox user cannot search {where}; combine user with bwrap)" if where else ""
         code = 127 if e.errno == errno.ENOENT else 126
         _send(status, "X", f"{code}\t{path}: {e.strerror}{hint}")
         os._exit(code)
@@ -673,6 +770,7 @@ def _fail(layer: str, reason: str, code: int = EXIT_UNAVAILABLE) -> int:
 def sandbox_user(create: bool = True) -> tuple[int, int]:
     """uid and gid of SANDBOX_USER, created (as a system user) when missing."""
     import pwd
+
     for attempt in range(20):
         try:
             pw = pwd.getpwnam(SANDBOX_USER)
@@ -681,17 +779,19 @@ def sandbox_user(create: bool = True) -> tuple[int, int]:
             pass
         if not create:
             raise Unavailable("user", f"no user {SANDBOX_USER}")
-        useradd = next((p for p in ("/usr/sbin/useradd", "/sbin/useradd") if os.path.exists(p)),
-                       None)
+        useradd = next((p for p in ("/usr/sbin/useradd", "/sbin/useradd") if os.path.exists(p)), None)
         if useradd is None:
             raise Unavailable("user", "useradd not found (apt-get install passwd)")
-        r = subprocess.run([useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                            "--user-group", SANDBOX_USER],
-                           capture_output=True, text=True, check=False)
-        if r.returncode not in (0, 9):   # 9: exists (created concurrently)
+        r = subprocess.run(
+            [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group", SANDBOX_USER],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if r.returncode not in (0, 9):  # 9: exists (created concurrently)
             if attempt >= 19:
                 raise Unavailable("user", f"useradd failed: {r.stderr.strip()}")
-            time.sleep(0.1)              # /etc/passwd locked by a concurrent useradd
+            time.sleep(0.1)  # /etc/passwd locked by a concurrent useradd
     raise Unavailable("user", f"cannot create {SANDBOX_USER}")
 
 
@@ -827,7 +927,7 @@ def _preflight(policy: Policy) -> dict:
         nproc = policy.max_processes
     elif os.getuid() != 0:
         if "bwrap" in policy.layers:
-            nproc = policy.max_processes          # counted in the sandbox's own user namespace
+            nproc = policy.max_processes  # counted in the sandbox's own user namespace
         else:
             nproc = _uid_tasks(os.getuid()) + policy.max_processes
     return {"uid": uid, "gid": gid, "nproc": nproc}
@@ -837,6 +937,7 @@ def bwrap_path() -> str:
     if os.path.exists(BWRAP):
         return BWRAP
     import shutil
+
     return shutil.which("bwrap") or BWRAP
 
 
@@ -845,9 +946,21 @@ def _bwrap_argv(policy: Policy, info_fd: int, user: bool) -> list[str]:
     root = os.geteuid() == 0
     if not root:
         args += ["--unshare-user", "--disable-userns"]
-    args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox",
-             "--proc", "/proc", "--dev", "/dev"]
+    args += [
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+    ]
     # A uid-0 child (no user layer) could otherwise write /proc/sys (core_pattern!) and friends.
     for sub in PROC_COVER:
         args += ["--ro-bind-try", f"/proc/{sub}", f"/proc/{sub}"]
@@ -863,7 +976,7 @@ def _bwrap_argv(policy: Policy, info_fd: int, user: bool) -> list[str]:
     reads = _system_read() + list(policy.read) + [sys.base_prefix]
     binds = [("--ro-bind-try", p) for p in _dedupe(reads) if p not in mounted and os.path.exists(p)]
     binds += [("--bind", w) for w in _dedupe(policy.write)]
-    binds.sort(key=lambda b: b[1].count("/"))       # parents before children; writes win ties
+    binds.sort(key=lambda b: b[1].count("/"))  # parents before children; writes win ties
     made: set[str] = set()
     for option, path in binds:
         # bwrap would create missing parents with mode 0700: make them 0755 so that the sandbox
@@ -895,6 +1008,7 @@ def _memfd_source() -> int:
     fd = os.memfd_create("confine-inner", os.MFD_ALLOW_SEALING)
     os.write(fd, source)
     import fcntl
+
     seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
     os.lseek(fd, 0, os.SEEK_SET)
@@ -906,7 +1020,7 @@ def _ns_child(init_pid: int, inner_pid: int) -> int | None:
     try:
         with open(f"/proc/{init_pid}/task/{init_pid}/children") as f:
             kids = [int(x) for x in f.read().split()]
-    except OSError:      # no CONFIG_PROC_CHILDREN
+    except OSError:  # no CONFIG_PROC_CHILDREN
         kids = [pid for pid, (ppid, _, _) in _proc_table().items() if ppid == init_pid]
     for kid in kids:
         try:
@@ -922,8 +1036,8 @@ def _ns_child(init_pid: int, inner_pid: int) -> int | None:
 class Supervisor:
     def __init__(self, policy: Policy, argv: list[str]):
         self.policy, self.argv = policy, argv
-        self.main_pid: int | None = None     # the process we wait for (fork child or bwrap)
-        self.target_pid: int | None = None   # the confined main process, for signals
+        self.main_pid: int | None = None  # the process we wait for (fork child or bwrap)
+        self.target_pid: int | None = None  # the confined main process, for signals
         self.target_fd: int | None = None
         self.pending: list[int] = []
         self.term_deadline: float | None = None
@@ -1016,11 +1130,19 @@ class Supervisor:
             return _fail(e.layer, e.reason)
         except OSError as e:
             return _fail("setup", str(e))
-        cfg = {"argv": self.argv, "env": dict(policy.env), "cwd": policy.cwd,
-               "layers": list(policy.layers), "write": _dedupe(policy.write),
-               "ll_read": _dedupe(_system_read() + list(policy.read) + ["/proc", "/sys"]),
-               "max_file_bytes": policy.max_file_bytes, "max_open_files": policy.max_open_files,
-               "nproc": resolved["nproc"], "uid": resolved["uid"], "gid": resolved["gid"]}
+        cfg = {
+            "argv": self.argv,
+            "env": dict(policy.env),
+            "cwd": policy.cwd,
+            "layers": list(policy.layers),
+            "write": _dedupe(policy.write),
+            "ll_read": _dedupe(_system_read() + list(policy.read) + ["/proc", "/sys"]),
+            "max_file_bytes": policy.max_file_bytes,
+            "max_open_files": policy.max_open_files,
+            "nproc": resolved["nproc"],
+            "uid": resolved["uid"],
+            "gid": resolved["gid"],
+        }
         wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *a: None)
@@ -1046,7 +1168,7 @@ class Supervisor:
                 signal.set_wakeup_fd(-1)
                 for fd in (status_r, wake_r, wake_w):
                     os.close(fd)
-            except BaseException:  # noqa: BLE001, S110 - the inner stage reports what matters
+            except BaseException:
                 pass
             inner_stage(cfg)
             os._exit(EXIT_UNAVAILABLE)
@@ -1063,13 +1185,14 @@ class Supervisor:
         argv = _bwrap_argv(self.policy, info_w, "user" in cfg["layers"])
         argv += ["--", base_python, "-I", "-S", f"/proc/self/fd/{src}", "--inner", json.dumps(cfg)]
         try:
-            proc = subprocess.Popen(argv, pass_fds=(info_w, status_w, src, stderr_copy),
-                                    stderr=err_w, process_group=0, close_fds=True)
+            proc = subprocess.Popen(
+                argv, pass_fds=(info_w, status_w, src, stderr_copy), stderr=err_w, process_group=0, close_fds=True
+            )
         finally:
             for fd in (info_w, err_w, src, stderr_copy):
                 os.close(fd)
         self.main_pid = proc.pid
-        proc.returncode = 0     # the supervisor reaps it itself; keep Popen.__del__ quiet
+        proc.returncode = 0  # the supervisor reaps it itself; keep Popen.__del__ quiet
         fds["info"] = info_r
         fds["err"] = err_r
 
@@ -1079,7 +1202,7 @@ class Supervisor:
         buffers = {k: b"" for k in fds}
         next_du = time.monotonic() + DU_EVERY
         next_count = 0.0
-        extra = 2 if "bwrap" in policy.layers else 0   # bwrap's monitor and its pid 1
+        extra = 2 if "bwrap" in policy.layers else 0  # bwrap's monitor and its pid 1
         while self.exit_status is None:
             self._reap()
             if self.exit_status is not None:
@@ -1097,8 +1220,7 @@ class Supervisor:
                 next_count = now + TICK / 2
                 count = len(self.descendants()) - extra
                 if count > policy.max_processes:
-                    self.limit = (f"{count} processes > max_processes {policy.max_processes}; "
-                                  "stopped")
+                    self.limit = f"{count} processes > max_processes {policy.max_processes}; stopped"
                     self.kill_tree()
                     break
             if now >= next_du and policy.write:
@@ -1106,8 +1228,9 @@ class Supervisor:
                 used = _du(policy.write)
                 next_du = time.monotonic() + max(DU_EVERY, 10 * (time.monotonic() - t0))
                 if used > policy.scratch_bytes:
-                    self.limit = (f"the write directories hold {used} bytes > scratch_bytes "
-                                  f"{policy.scratch_bytes}; stopped")
+                    self.limit = (
+                        f"the write directories hold {used} bytes > scratch_bytes {policy.scratch_bytes}; stopped"
+                    )
                     self.kill_tree()
                     break
             readable = [fd for fd in fds.values() if fd is not None]
@@ -1162,7 +1285,7 @@ class Supervisor:
                 return data
         if name == "err":
             if self.started:
-                os.write(2, data)     # bwrap's own late messages
+                os.write(2, data)  # bwrap's own late messages
                 return b""
             self.bwrap_err += data
             return b""
@@ -1216,22 +1339,26 @@ class Supervisor:
 
 def _explain_bwrap(message: str) -> str:
     """bwrap's error, with the usual cause when unprivileged user namespaces are off."""
+
     def read(path):
         try:
             with open(path) as f:
                 return f.read().strip()
         except OSError:
             return None
+
     low = message.lower()
-    if os.geteuid() != 0 and ("namespace" in low or "uid map" in low or "permission" in low
-                              or "operation not permitted" in low):
+    if os.geteuid() != 0 and (
+        "namespace" in low or "uid map" in low or "permission" in low or "operation not permitted" in low
+    ):
         if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
-            return ("unprivileged user namespaces are disabled (Ubuntu 24.04 restricts them "
-                    "through AppArmor: kernel.apparmor_restrict_unprivileged_userns=1; set it "
-                    f"to 0 or give bwrap an AppArmor profile with 'userns,'): {message}")
+            return (
+                "unprivileged user namespaces are disabled (Ubuntu 24.04 restricts them "
+                "through AppArmor: kernel.apparmor_restrict_unprivileged_userns=1; set it "
+                f"to 0 or give bwrap an AppArmor profile with 'userns,'): {message}"
+            )
         if read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
-            return ("unprivileged user namespaces are disabled "
-                    f"(kernel.unprivileged_userns_clone=0): {message}")
+            return f"unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0): {message}"
         if read("/proc/sys/user/max_user_namespaces") == "0":
             return f"user namespaces are disabled (user.max_user_namespaces=0): {message}"
     return message
@@ -1246,7 +1373,7 @@ def supervise(policy: Policy, argv: list[str]) -> int:
 # ---------------------------------------------------------------------------------------------
 # API for the grader and the tests
 # ---------------------------------------------------------------------------------------------
-POLICY_ENV = "ATTENTION_CONFINE_POLICY"   # `run --policy-env NAME`: the policy file's path is in $NAME
+POLICY_ENV = "ATTENTION_CONFINE_POLICY"  # `run --policy-env NAME`: the policy file's path is in $NAME
 
 
 def write_policy(policy: Policy, policy_path: str) -> None:
@@ -1260,19 +1387,16 @@ def write_policy(policy: Policy, policy_path: str) -> None:
 def command(policy: Policy, argv: list[str], policy_path: str) -> list[str]:
     """Write the policy to policy_path (mode 0600); the argv that runs ``argv`` confined."""
     write_policy(policy, policy_path)
-    return [sys.executable, "-I", SCRIPT, "run", "--policy", os.path.abspath(policy_path), "--",
-            *argv]
+    return [sys.executable, "-I", SCRIPT, "run", "--policy", os.path.abspath(policy_path), "--", *argv]
 
 
-def run(policy: Policy, argv: list[str], timeout: float | None = None,
-        **popen_kwargs) -> subprocess.CompletedProcess:
+def run(policy: Policy, argv: list[str], timeout: float | None = None, **popen_kwargs) -> subprocess.CompletedProcess:
     """Run ``argv`` confined and capture stdout/stderr (text). On a timeout the confined tree is
     killed (SIGUSR1 to the supervisor) and subprocess.TimeoutExpired is raised."""
     with tempfile.TemporaryDirectory(prefix="confine-") as d:
         cmd = command(policy, argv, os.path.join(d, "policy.json"))
         popen_kwargs.setdefault("stdin", subprocess.DEVNULL)
-        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              **popen_kwargs) as proc:
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen_kwargs) as proc:
             try:
                 out, err = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -1282,7 +1406,7 @@ def run(policy: Policy, argv: list[str], timeout: float | None = None,
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     out, err = proc.communicate()
-                raise subprocess.TimeoutExpired(cmd, timeout, out, err)
+                raise subprocess.TimeoutExpired(cmd, timeout, out, err) from None
         return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
@@ -1292,8 +1416,9 @@ _PROBE_CACHE: dict = {}
 def _try(python: str, layers: list[str]) -> str | None:
     with tempfile.TemporaryDirectory(prefix="confine-probe-") as d:
         os.chmod(d, 0o755)
-        policy = Policy(read=default_read_paths(python), write=[d], cwd=d,
-                        env={"PATH": "/usr/bin:/bin", "HOME": d}, layers=layers)
+        policy = Policy(
+            read=default_read_paths(python), write=[d], cwd=d, env={"PATH": "/usr/bin:/bin", "HOME": d}, layers=layers
+        )
         try:
             r = run(policy, [python, "-c", "import sys"], timeout=120)
         except subprocess.TimeoutExpired:
@@ -1331,12 +1456,10 @@ def probe(python: str = sys.executable, layers=LAYERS) -> dict[str, str | None]:
             if alone is None:
                 result[layer] = None
                 continue
-            with_bwrap = (_try(python, ["bwrap", "user"]) if os.access(bwrap_path(), os.X_OK)
-                          else "no bwrap")
+            with_bwrap = _try(python, ["bwrap", "user"]) if os.access(bwrap_path(), os.X_OK) else "no bwrap"
             if with_bwrap is None:
                 result[layer] = None
-                result["user without bwrap"] = (f"user: works here only together with bwrap "
-                                                f"({alone})")
+                result["user without bwrap"] = f"user: works here only together with bwrap ({alone})"
             else:
                 result[layer] = alone
         else:
@@ -1369,8 +1492,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args[:1] == ["run"] and "--" in args:
         sep = args.index("--")
-        opts, program = args[1:sep], args[sep + 1:]
-        if len(opts) == 2 and opts[0] == "--policy-env":   # a kernelspec: the path comes per kernel
+        opts, program = args[1:sep], args[sep + 1 :]
+        if len(opts) == 2 and opts[0] == "--policy-env":  # a kernelspec: the path comes per kernel
             opts = ["--policy", os.environ.get(opts[1], "")]
         if len(opts) != 2 or opts[0] != "--policy":
             return _fail("usage", "confine.py run --policy POLICY.json -- ARGV...", 2)

@@ -16,6 +16,7 @@ fail until a translator updates it.
     python -m grading.edition --update          # merge new units into the catalogues, for translators
     python -m grading.edition zh-CN             # compile the messages and write source/<assignment>/
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,10 +41,10 @@ from .manifest import Course, load
 I18N = "i18n"
 DOMAIN = "course"
 KEYWORDS = {"_": None, "N_": None, "pgettext": ((1, "c"), 2)}
-MESSAGE_SOURCES = ("grading",)     # besides the helpers of the English source
+MESSAGE_SOURCES = ("grading",)  # besides the helpers of the English source
 
 
-MESSAGES = "messages"   # the catalogue file of everything that is not a notebook cell
+MESSAGES = "messages"  # the catalogue file of everything that is not a notebook cell
 
 
 def catalogue_dir(course: Course, language: str) -> Path:
@@ -63,8 +64,12 @@ def _has_words(source: str) -> bool:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return False
-    return any(t.type in (tokenize.COMMENT, tokenize.STRING) and any(c.isalpha() for c in t.string)
-               and not t.string.startswith(("# NBVAL", "### ")) for t in tokens)
+    return any(
+        t.type in (tokenize.COMMENT, tokenize.STRING)
+        and any(c.isalpha() for c in t.string)
+        and not t.string.startswith(("# NBVAL", "### "))
+        for t in tokens
+    )
 
 
 def cell_units(course: Course, notebook: str) -> list[tuple[str, str, str]]:
@@ -93,13 +98,17 @@ def template(course: Course) -> Catalog:
                     message = message[-1]
                 catalog.add(message, context=context, locations=[(path.relative_to(course.root).as_posix(), lineno)])
     from helpers.i18n import WORDS
+
     for text in WORDS:
         catalog.add(text, context="word", auto_comments=["a word of the toy sentences"])
     for item in course.items:
         for mistake in item.mistakes.values():
             catalog.add(mistake.sentence, context=f"mistake/{item.name}/{mistake.name}", auto_comments=["mistake"])
-        for text in [item.spec.get("question", ""), *item.spec.get("options", {}).values(),
-                     *item.spec.get("why_not", {}).values()]:
+        for text in [
+            item.spec.get("question", ""),
+            *item.spec.get("options", {}).values(),
+            *item.spec.get("why_not", {}).values(),
+        ]:
             if text:
                 catalog.add(text, auto_comments=[f"question {item.name}"])
     return catalog
@@ -170,9 +179,14 @@ def translate_notebook(course: Course, notebook: str, catalog: Catalog) -> nbfor
 
 def compile_messages(course: Course, language: str, catalog: Catalog) -> Path:
     """The messages (not the cells) as gettext's .mo in the helpers, for the checks and labs."""
-    fixed = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)   # the same bytes every build
-    messages = Catalog(locale=language.replace("-", "_"), domain=DOMAIN, project="attention-course",
-                       creation_date=fixed, revision_date=fixed)
+    fixed = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)  # the same bytes every build
+    messages = Catalog(
+        locale=language.replace("-", "_"),
+        domain=DOMAIN,
+        project="attention-course",
+        creation_date=fixed,
+        revision_date=fixed,
+    )
     for message in catalog:
         is_cell = (message.context or "").split("/")[0] in course.notebooks
         if message.id and message.string and not message.fuzzy and not is_cell:
@@ -191,9 +205,11 @@ def build_edition(course: Course, name: str) -> Path:
     edition = course.edition(name)
     catalog = merged(course, edition.language)
     missing = problems(course, edition.language)
-    if missing:   # the edition is still built (those units stay in English); the tests fail until done
-        print(f"WARNING: the {edition.language} catalogue lacks {len(missing)} unit(s), left in English; "
-              f"see `make translations`:\n  " + "\n  ".join(missing[:10]))
+    if missing:  # the edition is still built (those units stay in English); the tests fail until done
+        print(
+            f"WARNING: the {edition.language} catalogue lacks {len(missing)} unit(s), left in English; "
+            f"see `make translations`:\n  " + "\n  ".join(missing[:10])
+        )
     compile_messages(course, edition.language, catalog)
     dest = course.source_dir(name)
     dest.mkdir(parents=True, exist_ok=True)
@@ -204,7 +220,7 @@ def build_edition(course: Course, name: str) -> Path:
     for notebook in course.notebooks:
         translated = translate_notebook(course, notebook, catalog)
         path = dest / f"{notebook}.ipynb"
-        if path.exists():   # keep the outputs of cells whose code did not change until they are re-run
+        if path.exists():  # keep the outputs of cells whose code did not change until they are re-run
             old = {c.id: c for c in nbformat.read(path, as_version=4).cells}
             for cell in translated.cells:
                 if cell.cell_type == "code" and cell.id in old and old[cell.id].source == cell.source:
@@ -220,8 +236,9 @@ def write_catalogue(course: Course, language: str, catalog: Catalog) -> None:
     parts: dict[str, Catalog] = {}
     for message in catalog:
         if message.id:
-            part = parts.setdefault(_file_of(course, message),
-                                    Catalog(locale=catalog.locale, domain=DOMAIN, project="attention-course"))
+            part = parts.setdefault(
+                _file_of(course, message), Catalog(locale=catalog.locale, domain=DOMAIN, project="attention-course")
+            )
             part[message.id] = message
     for name, part in parts.items():
         with open(folder / f"{name}.po", "wb") as handle:

@@ -14,6 +14,7 @@ Settings come from the `Grading` section of nbgrader_config.py (`grading.setting
 by the command line. A student who could not be graded (confinement, a grader fault) is named and
 makes the exit status non-zero; everyone else is still graded and written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,31 +43,45 @@ from .nbgrader_cli import fast_start
 from .settings import FAULTS
 from .workspace import choose_layers
 
-NBGRADER_OWN_MEMORY = 2 ** 30
+NBGRADER_OWN_MEMORY = 2**30
 STUDENT_SECONDS = 900
 
 
 @dataclass
 class Submission:
     """One student's submission of one assignment, and what was wrong with its files."""
+
     student: str
     assignment: str
     problems: list[str] = field(default_factory=list)
-    faults: list[str] = field(default_factory=list)      # why it could not be graded
+    faults: list[str] = field(default_factory=list)  # why it could not be graded
     graded: bool = False
 
 
-def nbgrader(args: list[str], cwd: Path, course: Path, memory: int | None = None,
-             timeout: float = STUDENT_SECONDS) -> subprocess.CompletedProcess:
+def nbgrader(
+    args: list[str], cwd: Path, course: Path, memory: int | None = None, timeout: float = STUDENT_SECONDS
+) -> subprocess.CompletedProcess:
     """Run nbgrader (started by grading/nbgrader_cli.py) in a course folder; a process of its tree
     over the memory cap is killed (the student's kernel), the rest goes on. Its log is kept in
     `build/grading/nbgrader-<command>.log` of that folder."""
     cli = Path(__file__).with_name("nbgrader_cli.py")
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               PYTHONPATH=str(course), ATTENTION_GRADER_PROCESS="1")
+    env = dict(
+        os.environ,
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        PYTHONPATH=str(course),
+        ATTENTION_GRADER_PROCESS="1",
+    )
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([sys.executable, str(cli), *args], cwd=cwd, env=env, stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(cli), *args],
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
         stopped = watch(proc, memory, timeout, kill_whole_tree=False) if memory else ""
         proc.wait()
         out.seek(0)
@@ -104,8 +119,11 @@ def tidy_notebook(path: Path, dest: Path, release: Path | None = None) -> list[s
         cell["source"] = cell_source(cell)
     if release is not None and release.exists():
         notes += _restore_answer_cells(notebook, read_notebook(release), path.name)
-    notebook.setdefault("metadata", {})["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                                         "language": "python"}
+    notebook.setdefault("metadata", {})["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     notebook.setdefault("nbformat", 4)
     notebook.setdefault("nbformat_minor", 5)
     dest.write_text(json.dumps(notebook), encoding="utf-8")
@@ -114,6 +132,7 @@ def tidy_notebook(path: Path, dest: Path, release: Path | None = None) -> list[s
 
 def _restore_answer_cells(notebook: dict, release: dict, name: str) -> list[str]:
     from helpers.cells import is_answer_cell
+
     present = {grade_id(c) for c in notebook["cells"] if isinstance(c, dict)}
     notes = []
     for index, cell in enumerate(release["cells"]):
@@ -133,9 +152,10 @@ def tidy_submission(course: Course, sub: Submission, dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for path in sorted(source.iterdir()):
         if path.suffix == ".ipynb":
-            sub.problems += tidy_notebook(path, dest / path.name,
-                                          course.root / course.release / sub.assignment / path.name)
-        elif path.is_file():   # timestamp.txt, submission_secret.txt, ... from nbgrader collect
+            sub.problems += tidy_notebook(
+                path, dest / path.name, course.root / course.release / sub.assignment / path.name
+            )
+        elif path.is_file():  # timestamp.txt, submission_secret.txt, ... from nbgrader collect
             shutil.copy2(path, dest / path.name)
     for notebook in course.graded_notebooks():
         if not (source / f"{notebook}.ipynb").exists():
@@ -146,6 +166,7 @@ def ensure_assignment(course: Course, assignment: str) -> None:
     """The course gradebook knows the assignment, its notebooks and cells (as `make release` leaves
     it); if not, nbgrader generates the assignment into a throw-away release folder."""
     from nbgrader.api import Gradebook, MissingEntry
+
     db = course.root / "gradebook.db"
     if db.exists():
         with Gradebook(f"sqlite:///{db}") as gb:
@@ -155,8 +176,11 @@ def ensure_assignment(course: Course, assignment: str) -> None:
             except MissingEntry:
                 pass
     with tempfile.TemporaryDirectory() as tmp:
-        proc = nbgrader(["generate_assignment", assignment, "--force",
-                         f"--CourseDirectory.release_directory={tmp}"], course.root, course.root)
+        proc = nbgrader(
+            ["generate_assignment", assignment, "--force", f"--CourseDirectory.release_directory={tmp}"],
+            course.root,
+            course.root,
+        )
         if proc.returncode != 0:
             raise SystemExit(f"nbgrader generate_assignment {assignment} failed:\n{proc.stderr[-3000:]}")
 
@@ -173,22 +197,39 @@ def grade_group(course: Course, subs: list[Submission], folder: Path, overrides:
         tidy_submission(course, sub, folder / "submitted" / sub.student / sub.assignment)
     for assignment in sorted({s.assignment for s in subs}):
         mine = [s.student for s in subs if s.assignment == assignment]
-        nbgrader(["grade-group", assignment, *mine, "--", json.dumps(overrides)], folder, course.root, memory,
-                 timeout=STUDENT_SECONDS * len(mine))
+        nbgrader(
+            ["grade-group", assignment, *mine, "--", json.dumps(overrides)],
+            folder,
+            course.root,
+            memory,
+            timeout=STUDENT_SECONDS * len(mine),
+        )
     faults = folder / FAULTS
     for line in faults.read_text().splitlines() if faults.exists() else []:
         record = json.loads(line)
         for sub in subs:
             if (sub.student, sub.assignment) == (record["student"], record["assignment"]):
                 sub.faults.append(f"{record['kind']} fault in {record['notebook']}: {record['text']}")
-    for sub in subs:   # a notebook nbgrader did not finish (its process was stopped) gets one more go
+    for sub in subs:  # a notebook nbgrader did not finish (its process was stopped) gets one more go
         if any(f.startswith("confinement") for f in sub.faults):
             continue
         for notebook in unfinished(course, folder, sub):
-            again = nbgrader(["autograde", sub.assignment, "--force", "--student", sub.student, "--notebook", notebook,
-                              *[f"--Grading.{k}={v}" for k, v in overrides["Grading"].items() if k != "layers"],
-                              *[f"--Grading.layers={layer}" for layer in overrides["Grading"]["layers"]]],
-                             folder, course.root, memory)
+            again = nbgrader(
+                [
+                    "autograde",
+                    sub.assignment,
+                    "--force",
+                    "--student",
+                    sub.student,
+                    "--notebook",
+                    notebook,
+                    *[f"--Grading.{k}={v}" for k, v in overrides["Grading"].items() if k != "layers"],
+                    *[f"--Grading.layers={layer}" for layer in overrides["Grading"]["layers"]],
+                ],
+                folder,
+                course.root,
+                memory,
+            )
             if notebook in unfinished(course, folder, sub):
                 sub.faults.append(f"nbgrader could not grade {notebook}.ipynb ({_last_error(again)})")
 
@@ -221,7 +262,10 @@ def merge(course: Course, subs: list[Submission], folder: Path) -> None:
             continue
         records.merge_student(folder / "gradebook.db", course.root / "gradebook.db", sub.assignment, sub.student)
         for name in ("autograded", "feedback"):
-            source, dest = folder / name / sub.student / sub.assignment, course.root / name / sub.student / sub.assignment
+            source, dest = (
+                folder / name / sub.student / sub.assignment,
+                course.root / name / sub.student / sub.assignment,
+            )
             shutil.rmtree(dest, ignore_errors=True)
             if source.exists():
                 shutil.copytree(source, dest)
@@ -234,6 +278,7 @@ def write_tables(course: Course, subs: list[Submission], seed: int) -> None:
     """grades.csv (a row per notebook and a total per student and assignment) and
     grades_by_cell.csv, from the course gradebook: the same numbers `nbgrader export` gives."""
     from nbgrader.api import Gradebook
+
     problems = {(s.student, s.assignment): "; ".join(s.problems + s.faults) for s in subs}
     db = course.root / "gradebook.db"
     with open(course.root / "grades.csv", "w", newline="") as handle:
@@ -244,12 +289,30 @@ def write_tables(course: Course, subs: list[Submission], seed: int) -> None:
             for student in sorted({r.student for r in rows}):
                 own = sorted((r for r in rows if r.student == student), key=lambda r: r.notebook)
                 for r in own:
-                    writer.writerow([student, r.assignment, r.notebook, f"{r.score - r.late_penalty:g}",
-                                     f"{r.max_score:g}", f"{r.late_penalty:g}", "", seed])
-                writer.writerow([student, edition.assignment, "TOTAL",
-                                 f"{sum(r.score - r.late_penalty for r in own):g}", f"{sum(r.max_score for r in own):g}",
-                                 f"{sum(r.late_penalty for r in own):g}",
-                                 problems.get((student, edition.assignment), ""), seed])
+                    writer.writerow(
+                        [
+                            student,
+                            r.assignment,
+                            r.notebook,
+                            f"{r.score - r.late_penalty:g}",
+                            f"{r.max_score:g}",
+                            f"{r.late_penalty:g}",
+                            "",
+                            seed,
+                        ]
+                    )
+                writer.writerow(
+                    [
+                        student,
+                        edition.assignment,
+                        "TOTAL",
+                        f"{sum(r.score - r.late_penalty for r in own):g}",
+                        f"{sum(r.max_score for r in own):g}",
+                        f"{sum(r.late_penalty for r in own):g}",
+                        problems.get((student, edition.assignment), ""),
+                        seed,
+                    ]
+                )
     with open(course.root / "grades_by_cell.csv", "w", newline="") as handle, Gradebook(f"sqlite:///{db}") as gb:
         writer = csv.writer(handle)
         writer.writerow(["student", "assignment", "notebook", "cell", "score", "max_score", "reason"])
@@ -260,9 +323,17 @@ def write_tables(course: Course, subs: list[Submission], seed: int) -> None:
                     for grade in sorted(notebook.grades, key=lambda g: g.name):
                         item = next((i for i in course.items_in(notebook.name) if i.test_cell == grade.name), None)
                         reason = comments.get(item.answer_cell, "") if item else ""
-                        writer.writerow([submission.student.id, edition.assignment, notebook.name, grade.name,
-                                         f"{grade.score:g}", f"{grade.max_score:g}",
-                                         "" if reason == "No response." and grade.score == grade.max_score else reason])
+                        writer.writerow(
+                            [
+                                submission.student.id,
+                                edition.assignment,
+                                notebook.name,
+                                grade.name,
+                                f"{grade.score:g}",
+                                f"{grade.max_score:g}",
+                                "" if reason == "No response." and grade.score == grade.max_score else reason,
+                            ]
+                        )
 
 
 def find_submissions(course: Course, only: list[str]) -> list[Submission]:
@@ -284,14 +355,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, help="time limit of one exercise's trusted run")
     parser.add_argument("--cell-timeout", type=int, dest="cell_timeout")
     parser.add_argument("--layers", help='confinement layers, comma-separated ("auto", bwrap, landlock, user)')
-    parser.add_argument("--unconfined", action="store_true", default=None,
-                        help="grade even when no confinement layer works (never the default)")
+    parser.add_argument(
+        "--unconfined",
+        action="store_true",
+        default=None,
+        help="grade even when no confinement layer works (never the default)",
+    )
     args = parser.parse_args(argv)
     fast_start()
     root = args.course.resolve()
     course = load(root)
-    settings = grading_settings.load(root, {k: getattr(args, k) for k in
-                                            ("jobs", "seed", "memory_gib", "seconds", "cell_timeout", "unconfined")})
+    settings = grading_settings.load(
+        root, {k: getattr(args, k) for k in ("jobs", "seed", "memory_gib", "seconds", "cell_timeout", "unconfined")}
+    )
     if args.layers:
         settings.layers = [x.strip() for x in args.layers.split(",") if x.strip()]
     try:
@@ -299,41 +375,57 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as exc:
         print(exc)
         return 2
-    print("Confinement: " + "; ".join(f"{k} {'on' if k in layers else 'off'}"
-                                       + ("" if v is None or k in layers else f" ({v})")
-                                       for k, v in probe.items() if k in confine.LAYERS))
+    print(
+        "Confinement: "
+        + "; ".join(
+            f"{k} {'on' if k in layers else 'off'}" + ("" if v is None or k in layers else f" ({v})")
+            for k, v in probe.items()
+            if k in confine.LAYERS
+        )
+    )
     if not layers:
         if not settings.unconfined:
-            print("No confinement layer works on this machine, so student code would run with your rights. "
-                  "Grading refused; pass --unconfined (make grade GRADE_ARGS=--unconfined) to grade anyway.")
+            print(
+                "No confinement layer works on this machine, so student code would run with your rights. "
+                "Grading refused; pass --unconfined (make grade GRADE_ARGS=--unconfined) to grade anyway."
+            )
             return 2
         print("WARNING: grading UNCONFINED: student code runs with your rights (--unconfined).")
     subs = find_submissions(course, args.student)
     if not subs:
         print(f"No submissions found in {root / 'submitted'}/<student>/<assignment>/.")
         return 1
-    seed = settings.seed if settings.seed is not None else secrets.randbelow(2 ** 31)
+    seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
     start = time.monotonic()
     for assignment in sorted({s.assignment for s in subs}):
         ensure_assignment(course, assignment)
-    overrides = {"Grading": {"seed": seed, "layers": layers or ["none"], "unconfined": bool(settings.unconfined),
-                             "memory_gib": settings.memory_gib, "seconds": settings.seconds,
-                             "cell_timeout": settings.cell_timeout}}
-    memory = int(2 * settings.memory_gib * 2 ** 30) + NBGRADER_OWN_MEMORY
+    overrides = {
+        "Grading": {
+            "seed": seed,
+            "layers": layers or ["none"],
+            "unconfined": bool(settings.unconfined),
+            "memory_gib": settings.memory_gib,
+            "seconds": settings.seconds,
+            "cell_timeout": settings.cell_timeout,
+        }
+    }
+    memory = int(2 * settings.memory_gib * 2**30) + NBGRADER_OWN_MEMORY
     jobs = max(1, min(settings.jobs, len(subs)))
     groups = [subs[i::jobs] for i in range(jobs)]
     work = root / "build" / "grading" / "groups"
     folders = [work / f"group{i}" for i in range(jobs)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(grade_group, course, group, folder, overrides, memory): group
-                   for group, folder in zip(groups, folders)}
+        futures = {
+            pool.submit(grade_group, course, group, folder, overrides, memory): group
+            for group, folder in zip(groups, folders)
+        }
         for future in concurrent.futures.as_completed(futures):
             try:
                 future.result()
-            except Exception as exc:  # noqa: BLE001 - one group's failure must not lose the others
+            except Exception as exc:
                 for sub in futures[future]:
                     sub.faults.append(f"grading failed: {exc!r}")
-    for group, folder in zip(groups, folders):   # one writer
+    for group, folder in zip(groups, folders):  # one writer
         merge(course, group, folder)
     write_tables(course, subs, seed)
     failed = [s for s in subs if s.faults]
@@ -341,9 +433,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {sub.student} ({sub.assignment}): {'graded' if sub.graded else 'NOT GRADED'}")
         for line in sub.problems + sub.faults:
             print(f"    {line}")
-    print(f"Graded {sum(s.graded for s in subs)} of {len(subs)} submission(s) in {time.monotonic() - start:.0f} s "
-          f"with seed {seed} (regrade with --seed {seed}); wrote gradebook.db, grades.csv, grades_by_cell.csv, "
-          f"autograded/ and feedback/.")
+    print(
+        f"Graded {sum(s.graded for s in subs)} of {len(subs)} submission(s) in {time.monotonic() - start:.0f} s "
+        f"with seed {seed} (regrade with --seed {seed}); wrote gradebook.db, grades.csv, grades_by_cell.csv, "
+        f"autograded/ and feedback/."
+    )
     if failed:
         print("Could not grade fully: " + ", ".join(sorted({f"{s.student} ({s.assignment})" for s in failed})))
         return 1

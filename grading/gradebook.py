@@ -7,11 +7,11 @@ graded student into the course's `gradebook.db` through nbgrader's Gradebook API
 automatic comment, each notebook's late penalty. A teacher's manual scores, manual comments and
 extra credit are never touched, and only the merged students' rows change.
 """
+
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-
 
 
 def _url(path) -> str:
@@ -21,12 +21,14 @@ def _url(path) -> str:
 def merge_student(source_db, course_db, assignment: str, student: str) -> None:
     """Copy one student's automatic grading of one assignment from a group gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
+
     with warnings.catch_warnings(), Gradebook(_url(source_db)) as source, Gradebook(_url(course_db)) as course:
-        warnings.simplefilter("ignore")   # SQLAlchemy's autoflush notes inside nbgrader's API
+        warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes inside nbgrader's API
         graded = source.find_submission(assignment, student)
         record = source.find_student(student)
-        course.update_or_create_student(student, first_name=record.first_name, last_name=record.last_name,
-                                        email=record.email)
+        course.update_or_create_student(
+            student, first_name=record.first_name, last_name=record.last_name, email=record.email
+        )
         submission = course.update_or_create_submission(assignment, student, timestamp=graded.timestamp)
         for notebook in graded.notebooks:
             target = course.find_submission_notebook(notebook.name, assignment, student)
@@ -37,7 +39,9 @@ def merge_student(source_db, course_db, assignment: str, student: str) -> None:
                 mine.needs_manual_grade = grade.needs_manual_grade
             for comment in notebook.comments:
                 try:
-                    course.find_comment(comment.name, notebook.name, assignment, student).auto_comment = comment.auto_comment
+                    course.find_comment(
+                        comment.name, notebook.name, assignment, student
+                    ).auto_comment = comment.auto_comment
                 except MissingEntry:
                     continue
         submission.timestamp = graded.timestamp
@@ -47,6 +51,7 @@ def merge_student(source_db, course_db, assignment: str, student: str) -> None:
 @dataclass
 class NotebookGrade:
     """A student's grade on one notebook, as the gradebook holds it."""
+
     student: str
     assignment: str
     notebook: str
@@ -58,6 +63,7 @@ class NotebookGrade:
 def grades(course_db, assignment: str, students: list[str] | None = None) -> list[NotebookGrade]:
     """Every notebook grade of an assignment (score after manual grades, before the late penalty)."""
     from nbgrader.api import Gradebook
+
     rows = []
     with Gradebook(_url(course_db)) as gradebook:
         for submission in gradebook.assignment_submissions(assignment):
@@ -65,15 +71,24 @@ def grades(course_db, assignment: str, students: list[str] | None = None) -> lis
                 continue
             for notebook in submission.notebooks:
                 if not notebook.max_score:
-                    continue   # an ungraded notebook (the start page)
-                rows.append(NotebookGrade(submission.student.id, assignment, notebook.name, notebook.score,
-                                          notebook.max_score, notebook.late_submission_penalty or 0.0))
+                    continue  # an ungraded notebook (the start page)
+                rows.append(
+                    NotebookGrade(
+                        submission.student.id,
+                        assignment,
+                        notebook.name,
+                        notebook.score,
+                        notebook.max_score,
+                        notebook.late_submission_penalty or 0.0,
+                    )
+                )
     return rows
 
 
 def cell_grades(course_db, assignment: str, student: str) -> dict[tuple[str, str], tuple[float, float]]:
     """(notebook, grade id) -> (score, max score) of one student's submission."""
     from nbgrader.api import Gradebook
+
     found = {}
     with Gradebook(_url(course_db)) as gradebook:
         for notebook in gradebook.find_submission(assignment, student).notebooks:

@@ -6,6 +6,7 @@ the cap, the largest of them is killed (for nbgrader: a student's kernel, so nbg
 dead kernel and goes on; never the watched process itself, unless `kill_whole_tree`), and the
 whole tree is killed after the time limit. Polling works with any allocator and needs no cgroups.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,8 @@ import time
 
 import psutil
 
-POLL_SECONDS = 0.05   # how often the sizes of the watched processes are read
-TREE_REFRESH = 0.5    # how often the list of processes in the tree is renewed
+POLL_SECONDS = 0.05  # how often the sizes of the watched processes are read
+TREE_REFRESH = 0.5  # how often the list of processes in the tree is renewed
 
 
 def _tree(proc: psutil.Process) -> list[psutil.Process]:
@@ -51,8 +52,11 @@ class Stop(str):
     """Why `watch` stopped a process: an English sentence that also carries its kind and limit."""
 
     def __new__(cls, kind: str, limit: float):
-        text = (f"it used more than {limit:.1f} GiB of memory and was stopped" if kind == "memory" else
-                f"it ran longer than {limit:.0f} s (an endless loop or a long sleep?) and was stopped")
+        text = (
+            f"it used more than {limit:.1f} GiB of memory and was stopped"
+            if kind == "memory"
+            else f"it ran longer than {limit:.0f} s (an endless loop or a long sleep?) and was stopped"
+        )
         stop = super().__new__(cls, text)
         stop.kind, stop.limit = kind, limit
         return stop
@@ -81,7 +85,7 @@ def watch(proc: subprocess.Popen, memory: int, seconds: float, kill_whole_tree: 
             except psutil.Error:
                 continue
         if sum(s for s, _ in sizes) > memory:
-            reason = Stop("memory", memory / 1024 ** 3)
+            reason = Stop("memory", memory / 1024**3)
             if kill_whole_tree:
                 kill_tree(proc.pid)
             else:

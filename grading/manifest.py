@@ -5,6 +5,7 @@ trusted grader, the mutation and attack suites, the release and the tests. `stud
 is the part a student may see (no solution edits, no answers, no alternatives); `make outputs`
 writes it to `helpers/course.json` for the released checks.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,6 +22,7 @@ MANIFEST = "course.toml"
 @dataclass(frozen=True)
 class Mistake:
     """A known wrong answer: the sentence that names it and the edits that make it."""
+
     name: str
     sentence: str
     edits: tuple[tuple[str, str], ...] = ()
@@ -29,13 +31,14 @@ class Mistake:
 @dataclass(frozen=True)
 class Item:
     """One graded item: an exercise (function or class) or a multiple-choice question."""
+
     name: str
-    kind: str                 # "function", "class" or "choice"
+    kind: str  # "function", "class" or "choice"
     notebook: str
-    answer_cell: str          # grade id of the answer cell
-    test_cell: str            # grade id of the test cell
+    answer_cell: str  # grade id of the answer cell
+    test_cell: str  # grade id of the test cell
     points: float
-    spec: dict = field(repr=False, compare=False, hash=False)   # the whole table, as written
+    spec: dict = field(repr=False, compare=False, hash=False)  # the whole table, as written
 
     @property
     def is_choice(self) -> bool:
@@ -43,8 +46,10 @@ class Item:
 
     @property
     def mistakes(self) -> dict[str, Mistake]:
-        return {m["name"]: Mistake(m["name"], m["sentence"], tuple(tuple(e) for e in m.get("edits", ())))
-                for m in self.spec.get("mistakes", [])}
+        return {
+            m["name"]: Mistake(m["name"], m["sentence"], tuple(tuple(e) for e in m.get("edits", ())))
+            for m in self.spec.get("mistakes", [])
+        }
 
     @property
     def alternatives(self) -> list[str]:
@@ -72,6 +77,7 @@ class Item:
 @dataclass(frozen=True)
 class Edition:
     """A language edition: its nbgrader assignment and its language."""
+
     name: str
     assignment: str
     language: str
@@ -80,6 +86,7 @@ class Edition:
 @dataclass(frozen=True)
 class Course:
     """The whole manifest, with the course root it was read from."""
+
     root: Path
     assignment: str
     source: str
@@ -144,9 +151,13 @@ class Course:
         for item in self.items:
             entry = {"name": item.name, "kind": item.kind, "notebook": item.notebook}
             if item.is_choice:
-                entry.update(variable=item.variable, question=item.spec.get("question", ""),
-                             options=item.spec["options"], why_not=item.spec.get("why_not", {}),
-                             digest=choice_digest(item.name, item.answer))
+                entry.update(
+                    variable=item.variable,
+                    question=item.spec.get("question", ""),
+                    options=item.spec["options"],
+                    why_not=item.spec.get("why_not", {}),
+                    digest=choice_digest(item.name, item.answer),
+                )
             else:
                 for key in ("call", "args", "optional", "init", "outputs", "masked_output"):
                     if key in item.spec:
@@ -163,26 +174,42 @@ def _item(table: dict) -> Item:
     if missing:
         raise ValueError(f"{MANIFEST}: item {table.get('name', '?')!r} lacks {', '.join(missing)}.")
     if table["kind"] not in ("function", "class", "choice"):
-        raise ValueError(f"{MANIFEST}: item {table['name']!r} has kind {table['kind']!r}; "
-                         f"use function, class or choice.")
-    return Item(table["name"], table["kind"], table["notebook"], table["answer_cell"], table["test_cell"],
-                float(table["points"]), table)
+        raise ValueError(
+            f"{MANIFEST}: item {table['name']!r} has kind {table['kind']!r}; use function, class or choice."
+        )
+    return Item(
+        table["name"],
+        table["kind"],
+        table["notebook"],
+        table["answer_cell"],
+        table["test_cell"],
+        float(table["points"]),
+        table,
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(root: Path | str = REPO) -> Course:
     """Read `course.toml` at a course root (by default this repository)."""
     root = Path(root).resolve()
     data = tomllib.loads((root / MANIFEST).read_text(encoding="utf-8"))
     course = data["course"]
     items = tuple(_item(t) for t in data.get("items", []))
-    for table in data.get("items", []):   # `cases_like` borrows another item's kinds of case
+    for table in data.get("items", []):  # `cases_like` borrows another item's kinds of case
         if "cases_like" in table:
             table["cases"] = next(t for t in data["items"] if t["name"] == table["cases_like"])["cases"]
     editions = tuple(Edition(name, e["assignment"], e["language"]) for name, e in data.get("editions", {}).items())
-    result = Course(root, course["assignment"], course.get("source", "source"), course.get("release", "notebooks"),
-                    int(course["case_seed"]), tuple(course["notebooks"]), tuple(course.get("forbidden", ())),
-                    editions or (Edition("en", course["assignment"], "en"),), items)
+    result = Course(
+        root,
+        course["assignment"],
+        course.get("source", "source"),
+        course.get("release", "notebooks"),
+        int(course["case_seed"]),
+        tuple(course["notebooks"]),
+        tuple(course.get("forbidden", ())),
+        editions or (Edition("en", course["assignment"], "en"),),
+        items,
+    )
     unknown = {i.notebook for i in items} - set(result.notebooks)
     if unknown:
         raise ValueError(f"{MANIFEST}: items name notebooks that [course] notebooks does not list: {sorted(unknown)}")
@@ -191,5 +218,6 @@ def load(root: Path | str = REPO) -> Course:
 
 def write_student_view(course: Course, path: Path) -> None:
     """Write `student_view()` as JSON (sorted, stable bytes)."""
-    path.write_text(json.dumps(course.student_view(), indent=1, ensure_ascii=False, sort_keys=True) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(course.student_view(), indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8"
+    )

@@ -19,6 +19,7 @@ generate their feedback, with the course's nbgrader_config.py and the given sett
 The script is run as a file (not with -m), so nothing is added to the environment that the
 student kernels inherit.
 """
+
 import os
 import sys
 
@@ -45,6 +46,7 @@ def fast_start() -> None:
 
 nbgrader_alembic_version = None  # nbgrader's own way, once fast_start() has run
 
+
 def grade_group(assignment: str, students: list[str], settings: dict, log) -> int:
     """Autograde, then generate feedback for, each student with nbgrader's API; 0 if all went well."""
     from nbgrader.apps.api import NbGraderAPI
@@ -60,8 +62,10 @@ def grade_group(assignment: str, students: list[str], settings: dict, log) -> in
     for step in ("autograde", "generate_feedback"):
         for student in students:
             result = getattr(api, step)(assignment, student, force=True)
-            log.write(f"$ {step} {assignment} {student}: {'ok' if result['success'] else 'FAILED'}\n"
-                      f"{result.get('log', '')}{result.get('error', '')}\n")
+            log.write(
+                f"$ {step} {assignment} {student}: {'ok' if result['success'] else 'FAILED'}\n"
+                f"{result.get('log', '')}{result.get('error', '')}\n"
+            )
             log.flush()
             status |= not result["success"]
     return int(status)
@@ -71,6 +75,7 @@ if __name__ == "__main__":
     fast_start()
     if sys.argv[1:2] == ["grade-group"]:
         import json
+
         args = sys.argv[2:]
         split = args.index("--")
         sys.exit(grade_group(args[0], args[1:split], json.loads(args[split + 1]), sys.stdout))

@@ -15,6 +15,7 @@ same way:
 A student whose confinement cannot be set up is not graded: the notebook fails in nbgrader (which
 keeps nothing of it) and the fault is recorded for `make grade` to report.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -53,23 +54,28 @@ class _Run:
         # A grading course folder links `source` to the course's: the manifest sits beside it.
         self.course: Course = load((self.root / self.coursedir.source_directory).resolve().parent)
         self.settings = Grading(config=config)
-        self.seed = self.settings.seed if self.settings.seed is not None else secrets.randbelow(2 ** 31)
+        self.seed = self.settings.seed if self.settings.seed is not None else secrets.randbelow(2**31)
         self.layers, self.probe = choose_layers(self.settings)
         if not self.layers and not self.settings.unconfined:
-            raise ConfinementFailed("no confinement layer works on this machine: " + "; ".join(
-                f"{k}: {v}" for k, v in self.probe.items()) + " (pass --Grading.unconfined=True to grade anyway)")
+            raise ConfinementFailed(
+                "no confinement layer works on this machine: "
+                + "; ".join(f"{k}: {v}" for k, v in self.probe.items())
+                + " (pass --Grading.unconfined=True to grade anyway)"
+            )
         self.workspaces: dict[tuple[str, str], Workspace] = {}
         self.trusted: dict[tuple[str, str], concurrent.futures.Future] = {}
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)          # no student process may read this one's memory
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)   # orphans of the kernels come back here
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no student process may read this one's memory
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of the kernels come back here
 
     def workspace(self, student: str, assignment: str) -> Workspace:
         key = (student, assignment)
         if key not in self.workspaces:
             workspace = Workspace(student, assignment)
-            workspace.fill(self.submitted(student, assignment), self.root / self.coursedir.source_directory / assignment)
+            workspace.fill(
+                self.submitted(student, assignment), self.root / self.coursedir.source_directory / assignment
+            )
             self.workspaces[key] = workspace
         return self.workspaces[key]
 
@@ -79,11 +85,22 @@ class _Run:
         key = (student, assignment)
         if key not in self.trusted:
             submitted = self.submitted(student, assignment)
-            paths = {name: submitted / f"{name}.ipynb" for name in self.course.graded_notebooks()
-                     if (submitted / f"{name}.ipynb").exists()}
+            paths = {
+                name: submitted / f"{name}.ipynb"
+                for name in self.course.graded_notebooks()
+                if (submitted / f"{name}.ipynb").exists()
+            }
             workspace = self.workspace(student, assignment)
-            self.trusted[key] = self.pool.submit(grade_student, self.course, paths, self.seed, self.settings,
-                                                 self.layers, workspace, self.language(assignment))
+            self.trusted[key] = self.pool.submit(
+                grade_student,
+                self.course,
+                paths,
+                self.seed,
+                self.settings,
+                self.layers,
+                workspace,
+                self.language(assignment),
+            )
         return self.trusted[key]
 
     def submitted(self, student: str, assignment: str) -> Path:
@@ -99,8 +116,12 @@ class _Run:
         path = self.root / FAULTS
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"student": student, "assignment": assignment, "notebook": notebook,
-                                     "kind": kind, "text": text}) + "\n")
+            handle.write(
+                json.dumps(
+                    {"student": student, "assignment": assignment, "notebook": notebook, "kind": kind, "text": text}
+                )
+                + "\n"
+            )
 
     def finished(self, student: str, assignment: str, notebook: str) -> None:
         """After a student's last graded notebook their workspace goes."""
@@ -137,8 +158,9 @@ def sweep_orphans() -> None:
     import psutil
 
     from .trusted import RUNNING
+
     for _ in range(20):
-        keep = set(RUNNING)   # a sandbox at work, and what runs below it
+        keep = set(RUNNING)  # a sandbox at work, and what runs below it
         for pid in list(keep):
             try:
                 keep |= {p.pid for p in psutil.Process(pid).children(recursive=True)}
@@ -160,10 +182,31 @@ def write_kernelspec(folder: Path) -> None:
     student's policy (workspace, layers, limits) comes from the kernel's environment."""
     spec = folder / "kernels" / KERNEL_NAME
     spec.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-I", str(Path(confine.__file__)), "run", "--policy-env", confine.POLICY_ENV, "--",
-            sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Python 3 (confined for grading)",
-                                                  "language": "python", "metadata": {"debugger": False}}, indent=1))
+    argv = [
+        sys.executable,
+        "-I",
+        str(Path(confine.__file__)),
+        "run",
+        "--policy-env",
+        confine.POLICY_ENV,
+        "--",
+        sys.executable,
+        "-m",
+        "ipykernel_launcher",
+        "-f",
+        "{connection_file}",
+    ]
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": argv,
+                "display_name": "Python 3 (confined for grading)",
+                "language": "python",
+                "metadata": {"debugger": False},
+            },
+            indent=1,
+        )
+    )
 
 
 class ConfinedExecute(Execute):
@@ -178,8 +221,9 @@ class ConfinedExecute(Execute):
         self._policy.parent.mkdir(parents=True, exist_ok=True)
         confine.write_policy(self._workspace.policy(run.settings, run.layers), str(self._policy))
         write_kernelspec(self._workspace.root.parent)
-        os.environ["JUPYTER_PATH"] = os.pathsep.join([str(self._workspace.root.parent),
-                                                      *filter(None, [os.environ.get("JUPYTER_PATH")])])
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(
+            [str(self._workspace.root.parent), *filter(None, [os.environ.get("JUPYTER_PATH")])]
+        )
         self.kernel_name = KERNEL_NAME
         self.timeout = run.settings.cell_timeout
         self._stopped = ""
@@ -237,15 +281,23 @@ class ConfinedExecute(Execute):
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
-            cell.outputs.append(nbformat.v4.new_output(
-                "error", ename="DeadKernelError", evalue="the kernel died while running this cell",
-                traceback=["The kernel died while running this cell (a crash, os._exit, or too much memory)."]))
+            cell.outputs.append(
+                nbformat.v4.new_output(
+                    "error",
+                    ename="DeadKernelError",
+                    evalue="the kernel died while running this cell",
+                    traceback=["The kernel died while running this cell (a crash, os._exit, or too much memory)."],
+                )
+            )
             self._stopped = "Not run: the kernel died in an earlier cell."
             return cell, resources
-        if any(o.get("output_type") == "error" and o.get("ename") == self.error_on_timeout["ename"]
-               for o in cell.get("outputs", [])):
-            self._stopped = (f"Not run: an earlier cell ran longer than {self.timeout} s, so the rest of this "
-                             f"notebook was skipped.")
+        if any(
+            o.get("output_type") == "error" and o.get("ename") == self.error_on_timeout["ename"]
+            for o in cell.get("outputs", [])
+        ):
+            self._stopped = (
+                f"Not run: an earlier cell ran longer than {self.timeout} s, so the rest of this notebook was skipped."
+            )
         return cell, resources
 
 
@@ -281,7 +333,7 @@ class TrustedGrades(NbGraderPreprocessor):
                 except MissingEntry:
                     continue
                 grade.auto_score = verdict.score
-                grade.needs_manual_grade = False   # decided; a teacher's manual_score still wins
+                grade.needs_manual_grade = False  # decided; a teacher's manual_score still wins
                 answer = run.course.item(verdict.cell.item).answer_cell
                 try:
                     comment = gradebook.find_comment(answer, notebook, assignment, student)
@@ -297,14 +349,21 @@ class TrustedGrades(NbGraderPreprocessor):
 def _summarise(nb, verdicts: list[Verdict], seed: int, language: str, layers: list[str]) -> None:
     """A grading summary as the notebook's first cell, in the submission's language."""
     from helpers.i18n import _, using
+
     with using(language):
         lines = [_("## Grading summary"), ""]
         for v in verdicts:
             mark = "✓" if v.score == v.cell.points else "✗"
             reason = " ".join(v.reason.split())[:600]
-            lines.append(f"- {mark} **{v.cell.grade_id}**: {v.score:g} / {v.cell.points:g}" + (f". {reason}" if reason else ""))
-        lines += ["", _("Graded by the course's trusted grader (seed {seed}; confinement: {layers}).").format(
-            seed=seed, layers=", ".join(layers) or _("none"))]
+            lines.append(
+                f"- {mark} **{v.cell.grade_id}**: {v.score:g} / {v.cell.points:g}" + (f". {reason}" if reason else "")
+            )
+        lines += [
+            "",
+            _("Graded by the course's trusted grader (seed {seed}; confinement: {layers}).").format(
+                seed=seed, layers=", ".join(layers) or _("none")
+            ),
+        ]
     cell = nbformat.v4.new_markdown_cell("\n".join(lines))
     cell.metadata["grading_summary"] = True
     nb.cells = [c for c in nb.cells if not c.get("metadata", {}).get("grading_summary")]

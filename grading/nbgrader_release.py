@@ -5,6 +5,7 @@ of a multiple-choice question becomes `answer = ""  # "A", "B", "C" or "D"` (a l
 can fill in) instead of `raise NotImplementedError()`. The course's nbgrader_config.py puts it in
 place of `ClearSolutions` in `GenerateAssignment.preprocessors`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

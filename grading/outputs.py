@@ -8,6 +8,7 @@
 
     python -m grading.outputs [--no-execute] [NOTEBOOK ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,11 +30,16 @@ def execute(path: Path, timeout: int = 900) -> float:
     """Run a notebook top to bottom in a fresh python3 kernel and store its outputs; seconds taken."""
     start = time.monotonic()
     notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        notebook,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)
-    notebook.metadata.pop("widgets", None)   # random model ids: noise in every diff, and not needed
+    notebook.metadata.pop("widgets", None)  # random model ids: noise in every diff, and not needed
     nbformat.write(notebook, path)
     return time.monotonic() - start
 
@@ -43,10 +49,17 @@ def release(course: Course) -> None:
     for edition in course.editions:
         bin_dir = str(Path(sys.executable).parent)
         env = dict(os.environ, PATH=os.pathsep.join([bin_dir, os.environ.get("PATH", "")]))
-        subprocess.run([os.path.join(bin_dir, "nbgrader"), "generate_assignment", edition.assignment, "--force"],
-                       cwd=course.root, check=True, env=env, stdout=subprocess.DEVNULL)
-        for junk in (*course.release_dir(edition.name).rglob("__pycache__"),
-                     *course.release_dir(edition.name).rglob(".ipynb_checkpoints")):
+        subprocess.run(
+            [os.path.join(bin_dir, "nbgrader"), "generate_assignment", edition.assignment, "--force"],
+            cwd=course.root,
+            check=True,
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
+        for junk in (
+            *course.release_dir(edition.name).rglob("__pycache__"),
+            *course.release_dir(edition.name).rglob(".ipynb_checkpoints"),
+        ):
             shutil.rmtree(junk, ignore_errors=True)
 
 
@@ -64,6 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     others = [e for e in course.editions if e.name != "en"]
     if others:
         from .edition import build_edition
+
         for edition in others:
             build_edition(course, edition.name)
             if not args.no_execute:

@@ -8,19 +8,62 @@ before anything runs, every way of reaching a name without writing it: `getattr`
 anything but `self`, assignments to attributes of library modules, and any name or string
 that mentions a forbidden built-in. A right answer never needs any of them.
 """
+
 from __future__ import annotations
 
 import ast
 
 from helpers.i18n import _
 
-ALLOWED_IMPORTS = ("math", "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "numpy", "typing",
-                   "warnings", "functools", "itertools", "collections", "dataclasses", "__future__")
-BANNED_CALLS = ("getattr", "setattr", "delattr", "eval", "exec", "compile", "__import__", "globals", "locals",
-                "vars", "open", "breakpoint", "input", "memoryview", "__builtins__")
-SELF_ONLY = ("getattr", "setattr")     # allowed on `self` (a module's own layers), and only there
-BANNED_ATTRIBUTES = ("jit", "compile", "library", "ops", "fx", "hub", "utils", "package", "overrides", "export",
-                     "classes", "modules", "import_module", "builtins")
+ALLOWED_IMPORTS = (
+    "math",
+    "torch",
+    "torch.nn",
+    "torch.nn.functional",
+    "torch.nn.init",
+    "numpy",
+    "typing",
+    "warnings",
+    "functools",
+    "itertools",
+    "collections",
+    "dataclasses",
+    "__future__",
+)
+BANNED_CALLS = (
+    "getattr",
+    "setattr",
+    "delattr",
+    "eval",
+    "exec",
+    "compile",
+    "__import__",
+    "globals",
+    "locals",
+    "vars",
+    "open",
+    "breakpoint",
+    "input",
+    "memoryview",
+    "__builtins__",
+)
+SELF_ONLY = ("getattr", "setattr")  # allowed on `self` (a module's own layers), and only there
+BANNED_ATTRIBUTES = (
+    "jit",
+    "compile",
+    "library",
+    "ops",
+    "fx",
+    "hub",
+    "utils",
+    "package",
+    "overrides",
+    "export",
+    "classes",
+    "modules",
+    "import_module",
+    "builtins",
+)
 
 
 def allowed_import(statement: str) -> bool:
@@ -35,7 +78,8 @@ def allowed_import(statement: str) -> bool:
         return all(alias.name in ALLOWED_IMPORTS for alias in node.names)
     if isinstance(node, ast.ImportFrom):
         return (node.module or "") in ALLOWED_IMPORTS and not any(
-            a.name == "*" or a.name.startswith("_") or a.name in BANNED_ATTRIBUTES for a in node.names)
+            a.name == "*" or a.name.startswith("_") or a.name in BANNED_ATTRIBUTES for a in node.names
+        )
     return False
 
 
@@ -58,7 +102,8 @@ def _is_own(node: ast.AST, self_name: str | None) -> bool:
     """`self` or `super()` (the object the method belongs to)."""
     root = _root(node)
     return (isinstance(root, ast.Name) and root.id == self_name) or (
-        isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "super")
+        isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "super"
+    )
 
 
 class _Reader(ast.NodeVisitor):
@@ -66,7 +111,7 @@ class _Reader(ast.NodeVisitor):
         self.forbidden = forbidden
         self.found: list[str] = []
         self.stack: list[ast.AST] = []
-        self.allowed: set[int] = set()   # getattr/setattr nodes called on self
+        self.allowed: set[int] = set()  # getattr/setattr nodes called on self
 
     def say(self, text: str) -> None:
         if text not in self.found:
@@ -107,8 +152,11 @@ class _Reader(ast.NodeVisitor):
 
     def visit_Name(self, node):
         if node.id in BANNED_CALLS and id(node) not in self.allowed:
-            self.say(_("{name}()").format(name=node.id) if node.id not in SELF_ONLY
-                     else _("{name}() on anything but self").format(name=node.id))
+            self.say(
+                _("{name}()").format(name=node.id)
+                if node.id not in SELF_ONLY
+                else _("{name}() on anything but self").format(name=node.id)
+            )
         if self._mentions(node.id):
             self.say(_("the built-in {name}").format(name=node.id))
         if isinstance(node.ctx, ast.Store) and node.id == _self_name(self.stack):
@@ -140,9 +188,14 @@ class _Reader(ast.NodeVisitor):
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
-    return {id(body[0].value) for node in ast.walk(tree)
-            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            and (body := node.body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)}
+    return {
+        id(body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and (body := node.body)
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+    }
 
 
 def violations(statements: list[str], forbidden: tuple[str, ...]) -> list[str]:
@@ -156,13 +209,14 @@ def violations(statements: list[str], forbidden: tuple[str, ...]) -> list[str]:
         skip = _docstrings(tree)
         for node in ast.walk(tree):
             if id(node) in skip and isinstance(node, ast.Constant):
-                node.value = ""   # a docstring may name the built-in it does not use
+                node.value = ""  # a docstring may name the built-in it does not use
         reader.visit(tree)
     return reader.found
 
 
 def refusal(exercise: str, found: list[str]) -> str:
     """The one sentence a refused submission gets."""
-    return _("`{name}` is graded without running it: in this exercise code may not use {what}; write attention "
-             "with tensor operations (matmul, softmax, masked_fill) instead.").format(name=exercise,
-                                                                                       what=", ".join(found[:3]))
+    return _(
+        "`{name}` is graded without running it: in this exercise code may not use {what}; write attention "
+        "with tensor operations (matmul, softmax, masked_fill) instead."
+    ).format(name=exercise, what=", ".join(found[:3]))

@@ -4,6 +4,7 @@ known wrong answers of the manifest, written into them.
 An answer cell is found by its grade id (cell metadata); its source runs with the imports of its
 own notebook, as it would in the student's kernel.
 """
+
 from __future__ import annotations
 
 import functools
@@ -14,7 +15,7 @@ from helpers.notebook_code import import_statements, run_statements
 from .manifest import Course, Item
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _notebook(path) -> dict:
     return read_notebook(path)
 
@@ -24,8 +25,9 @@ def answer_source(course: Course, item: Item) -> str:
     path = course.source_notebook(item.notebook)
     cell = find_cell(_notebook(path), item.answer_cell)
     if cell is None:
-        raise LookupError(f"{path.name} has no answer cell with grade id {item.answer_cell!r} (course.toml, "
-                          f"item {item.name!r}).")
+        raise LookupError(
+            f"{path.name} has no answer cell with grade id {item.answer_cell!r} (course.toml, item {item.name!r})."
+        )
     return without_solution_markers(cell_source(cell))
 
 
@@ -61,7 +63,7 @@ def reference(course: Course, item: Item):
     return _reference(course, item.name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference(course: Course, name: str):
     item = course.item(name)
     return define(course, item, answer_source(course, item))

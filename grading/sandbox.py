@@ -17,6 +17,7 @@ the channel to the grader (its stdout): the children write to a log file, and th
 not dumpable, so they cannot reach its memory or file descriptors. What comes back is data:
 the grader judges it in its own process.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -54,15 +55,16 @@ def _scope_child() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.syscall(444, None, 0, 1) < 6:
         return
-    attr = _LandlockAttr(0, 0, 0x1 | 0x2)   # LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL
+    attr = _LandlockAttr(0, 0, 0x1 | 0x2)  # LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL
     fd = libc.syscall(444, ctypes.byref(attr), ctypes.sizeof(attr), 0)
     if fd >= 0:
-        libc.prctl(38, 1, 0, 0, 0)          # PR_SET_NO_NEW_PRIVS, needed to restrict oneself
+        libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS, needed to restrict oneself
         libc.syscall(446, fd, 0)
         os.close(fd)
 
 
 # --------------------------------------------------------------------------- framing
+
 
 def _send(fd: int, header: dict, arrays: dict[str, np.ndarray]) -> None:
     buffer = io.BytesIO()
@@ -76,7 +78,7 @@ def _send(fd: int, header: dict, arrays: dict[str, np.ndarray]) -> None:
     message = struct.pack("<Q", len(head)) + head + buffer.getvalue()
     view = memoryview(struct.pack("<Q", len(message)) + message)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 class _Reader:
@@ -91,7 +93,7 @@ class _Reader:
             if len(self.buffer) >= 8:
                 size = struct.unpack("<Q", self.buffer[:8])[0]
                 if len(self.buffer) >= 8 + size:
-                    message, self.buffer = self.buffer[8:8 + size], self.buffer[8 + size:]
+                    message, self.buffer = self.buffer[8 : 8 + size], self.buffer[8 + size :]
                     return _decode(message)
             left = deadline - time.monotonic()
             if left <= 0:
@@ -110,20 +112,22 @@ class _Reader:
 
 def _decode(message: bytes) -> tuple[dict, dict]:
     size = struct.unpack("<Q", message[:8])[0]
-    header = json.loads(message[8:8 + size])
+    header = json.loads(message[8 : 8 + size])
     arrays, at = {}, 8 + size
     for key in header.pop("arrays"):
-        length = struct.unpack("<Q", message[at:at + 8])[0]
-        arrays[key] = np.lib.format.read_array(io.BytesIO(message[at + 8:at + 8 + length]), allow_pickle=False)
+        length = struct.unpack("<Q", message[at : at + 8])[0]
+        arrays[key] = np.lib.format.read_array(io.BytesIO(message[at + 8 : at + 8 + length]), allow_pickle=False)
         at += 8 + length
     return header, arrays
 
 
 # --------------------------------------------------------------------------- the child
 
+
 def _plain(value) -> np.ndarray | None:
     """A tensor's numbers as a plain float64 array, whatever class the tensor claims to be."""
     import torch
+
     if not isinstance(value, torch.Tensor):
         return None
     plain = torch.Tensor._make_subclass(torch.Tensor, value.detach()) if type(value) is not torch.Tensor else value
@@ -141,7 +145,7 @@ def _child(unit: dict, exercises: list[str], cases: list, specs: dict, fd: int, 
     out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(out, 1)
     os.dup2(out, 2)
-    for other in range(3, 1024):      # nothing but the pipe to the driver stays open
+    for other in range(3, 1024):  # nothing but the pipe to the driver stays open
         if other not in (fd, out):
             with contextlib.suppress(OSError):
                 os.close(other)
@@ -172,8 +176,16 @@ def _child(unit: dict, exercises: list[str], cases: list, specs: dict, fd: int, 
         for index, case in cases:
             if case.exercise != exercise:
                 continue
-            entry = {"case": index, "defined": exercise in namespace, "results": None, "dtypes": None,
-                     "error": None, "problem": None, "mistake": None, "ops": []}
+            entry = {
+                "case": index,
+                "defined": exercise in namespace,
+                "results": None,
+                "dtypes": None,
+                "error": None,
+                "problem": None,
+                "mistake": None,
+                "ops": [],
+            }
             arrays: dict[str, np.ndarray] = {}
             if entry["defined"]:
                 recorder = OpRecorder()
@@ -189,7 +201,7 @@ def _child(unit: dict, exercises: list[str], cases: list, specs: dict, fd: int, 
                             arrays[f"r{j}"] = plain
                 except StructureProblem as problem:
                     entry["problem"], entry["mistake"] = str(problem), problem.mistake
-                except BaseException as exc:  # noqa: BLE001 - SystemExit and friends included
+                except BaseException as exc:
                     entry["error"] = [type(exc).__name__, str(exc)[:500]]
                 entry["ops"] = sorted(recorder.seen)
             _send(fd, entry, arrays)
@@ -198,9 +210,11 @@ def _child(unit: dict, exercises: list[str], cases: list, specs: dict, fd: int, 
 
 # --------------------------------------------------------------------------- the driver
 
+
 def _shared_cases(data, index: list) -> tuple[list, dict, mmap.mmap]:
     """The cases with their input tensors in one shared memory block, and a private copy of it."""
     import torch
+
     from helpers.exercises import Case
 
     keys = [(n, name, key) for n, c in enumerate(index) for name, key in c["tensors"].items()]
@@ -209,7 +223,7 @@ def _shared_cases(data, index: list) -> tuple[list, dict, mmap.mmap]:
     block = mmap.mmap(-1, total)
     offsets, at = {}, 0
     for key, array in arrays.items():
-        block[at:at + array.nbytes] = array.tobytes()
+        block[at : at + array.nbytes] = array.tobytes()
         offsets[key] = (at, array.nbytes)
         at += array.nbytes
     cases = []
@@ -240,6 +254,7 @@ def _why(status: int) -> dict:
 def drive(work: Path) -> dict:
     """Run every unit of the request; returns the report (plain data) and the arrays."""
     import torch  # noqa: F401 - imported once here, before any fork
+
     from helpers import course
 
     request = json.loads((work / "request.json").read_text())
@@ -262,13 +277,13 @@ def drive(work: Path) -> dict:
                 try:
                     _child(unit, pending, cases, request["specs"], write_fd, log, int(seconds) + 5)
                     os._exit(0)
-                except BaseException:  # noqa: BLE001
+                except BaseException:
                     os._exit(70)
             os.close(write_fd)
             reader, current, started, status = _Reader(read_fd), None, time.monotonic(), None
             too_big = []
 
-            def alive() -> str:
+            def alive(pid: int = pid, too_big: list = too_big) -> str:
                 if _rss(pid) > memory:
                     too_big.append(True)
                     os.kill(pid, signal.SIGKILL)
@@ -282,10 +297,15 @@ def drive(work: Path) -> dict:
                         os.kill(pid, signal.SIGKILL)
                     _, status = os.waitpid(pid, 0)
                     failed = current or pending[0]
-                    reason = ({"kind": "memory", "gib": memory / 2 ** 30} if too_big
-                              else {"kind": "timeout", "seconds": seconds} if message == "timeout" else _why(status))
+                    reason = (
+                        {"kind": "memory", "gib": memory / 2**30}
+                        if too_big
+                        else {"kind": "timeout", "seconds": seconds}
+                        if message == "timeout"
+                        else _why(status)
+                    )
                     report["exercises"][failed] = {"failed": reason}
-                    pending = pending[pending.index(failed) + 1:]
+                    pending = pending[pending.index(failed) + 1 :]
                     break
                 header, arrays = message
                 if header.get("done"):
@@ -297,12 +317,15 @@ def drive(work: Path) -> dict:
                     report["exercises"][current] = {"definition_errors": header["definition_errors"]}
                     continue
                 n = header["case"]
-                changed = [name for name, key in index[n]["tensors"].items()
-                           if block[offsets[key][0]:sum(offsets[key])] != original[offsets[key][0]:sum(offsets[key])]]
+                changed = [
+                    name
+                    for name, key in index[n]["tensors"].items()
+                    if block[offsets[key][0] : sum(offsets[key])] != original[offsets[key][0] : sum(offsets[key])]
+                ]
                 header["changed_inputs"] = changed
-                for name in changed:   # the next child starts from the inputs as they were
+                for name in changed:  # the next child starts from the inputs as they were
                     start, size = offsets[index[n]["tensors"][name]]
-                    block[start:start + size] = original[start:start + size]
+                    block[start : start + size] = original[start : start + size]
                 report["cases"][str(n)] = header
                 for key, array in arrays.items():
                     arrays_out[f"c{n}/{key}"] = array

@@ -7,6 +7,7 @@
 nbgrader plugins read the same section from nbgrader's own configuration, so plain
 `nbgrader autograde` and formgrader grade with the same settings.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,25 +17,35 @@ from traitlets.config import Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
 CONFIG_FILE = "nbgrader_config.py"
-FAULTS = Path("build") / "grading" / "faults.jsonl"   # where the plugins record a student they could not grade
+FAULTS = Path("build") / "grading" / "faults.jsonl"  # where the plugins record a student they could not grade
 
 
 class Grading(Configurable):
     """How the course's submissions are graded."""
 
-    seed = Integer(None, allow_none=True,
-                   help="Seed of the trusted grader's test cases; None draws one per grading run. The seed "
-                        "of every run is recorded with its grades, so a regrade can reproduce them.").tag(config=True)
+    seed = Integer(
+        None,
+        allow_none=True,
+        help="Seed of the trusted grader's test cases; None draws one per grading run. The seed "
+        "of every run is recorded with its grades, so a regrade can reproduce them.",
+    ).tag(config=True)
     jobs = Integer(1, help="Students graded at a time by `make grade` (one nbgrader process each).").tag(config=True)
     memory_gib = Float(2.0, help="Memory cap of everything that runs student code, per student.").tag(config=True)
     seconds = Float(30.0, help="Time limit of one exercise's trusted run (all its cases).").tag(config=True)
-    cell_timeout = Integer(120, help="nbgrader's time limit for one cell; after a cell runs out of time, the "
-                                     "rest of that notebook is not run.").tag(config=True)
-    layers = List(Unicode(), default_value=["auto"],
-                  help='Confinement layers: "auto" (every layer this machine offers) or some of "bwrap", '
-                       '"landlock", "user".').tag(config=True)
-    unconfined = Bool(False, help="Grade even when no confinement layer works (student code then runs with the "
-                                  "grader's rights). Never the default.").tag(config=True)
+    cell_timeout = Integer(
+        120,
+        help="nbgrader's time limit for one cell; after a cell runs out of time, the rest of that notebook is not run.",
+    ).tag(config=True)
+    layers = List(
+        Unicode(),
+        default_value=["auto"],
+        help='Confinement layers: "auto" (every layer this machine offers) or some of "bwrap", "landlock", "user".',
+    ).tag(config=True)
+    unconfined = Bool(
+        False,
+        help="Grade even when no confinement layer works (student code then runs with the "
+        "grader's rights). Never the default.",
+    ).tag(config=True)
     max_processes = Integer(64, help="Processes a student's code may have at once.").tag(config=True)
     max_file_mib = Integer(256, help="Largest file a student's code may write.").tag(config=True)
     scratch_mib = Integer(1024, help="Size of a student's private scratch folder.").tag(config=True)

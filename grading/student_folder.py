@@ -8,6 +8,7 @@ only), `binder/` (the students' packages), a student README in each language, a 
 `make lab`, the students' requirements and the license. No source notebook, no solution, no
 hidden test, no grading code, no expected result of a hidden case. `scan()` proves it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,8 @@ $(VENV)/.installed: requirements.txt
 \ttouch $@
 
 lab: $(VENV)/.installed
-\tJUPYTER_CONFIG_PATH=$(STUDENT_CONFIG) PYTHONPATH=$(abspath binder) $(VENV)/bin/jupyter lab $(START) $(LAB_ROOT) $(LAB_ARGS)
+\tJUPYTER_CONFIG_PATH=$(STUDENT_CONFIG) PYTHONPATH=$(abspath binder) \\
+\t    $(VENV)/bin/jupyter lab $(START) $(LAB_ROOT) $(LAB_ARGS)
 """
 
 
@@ -56,8 +58,11 @@ def write(course: Course, dest: Path) -> Path:
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     for edition in course.editions:
-        shutil.copytree(course.release_dir(edition.name), dest / course.release / edition.assignment,
-                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.pyc"))
+        shutil.copytree(
+            course.release_dir(edition.name),
+            dest / course.release / edition.assignment,
+            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.pyc"),
+        )
     shutil.copytree(course.root / "binder", dest / "binder", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(course.root / "binder" / "requirements.txt", dest / "requirements.txt")
     shutil.copy(course.root / "LICENSE", dest / "LICENSE")
@@ -67,7 +72,8 @@ def write(course: Course, dest: Path) -> Path:
     for edition in course.editions:
         if edition.language != "en":
             (dest / f"README.{edition.language}.md").write_text(
-                "# 动手学注意力机制\n\n" + _readme(course, edition.language), encoding="utf-8")
+                "# 动手学注意力机制\n\n" + _readme(course, edition.language), encoding="utf-8"
+            )
     return dest
 
 
@@ -77,9 +83,11 @@ def scan(course: Course, folder: Path) -> list[str]:
     from helpers.casefile import load_cases
 
     from .reference import solution_lines
+
     problems = []
-    solutions = {item.name: [line for line in solution_lines(course, item) if len(line) > 12]
-                 for item in course.exercises()}
+    solutions = {
+        item.name: [line for line in solution_lines(course, item) if len(line) > 12] for item in course.exercises()
+    }
     answers = {f'{i.variable} = "{i.answer}"' for i in course.questions()}
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
@@ -101,7 +109,7 @@ def scan(course: Course, folder: Path) -> list[str]:
         for marker in (*markers, "import grading", "from grading"):
             if marker in text:
                 problems.append(f"{rel}: contains {marker!r}")
-        for name, lines in solutions.items():   # two thirds of a solution's lines is a solution
+        for name, lines in solutions.items():  # two thirds of a solution's lines is a solution
             found = [line for line in lines if line in text]
             if lines and len(found) * 3 >= 2 * len(lines):
                 problems.append(f"{rel}: contains the solution of {name} ({found[0]!r}, ...)")

@@ -11,6 +11,7 @@ Nothing the student's code does can change it. For each graded notebook the grad
 A fault of the grader itself while judging one answer costs only that cell (0, with the reason)
 and is reported as a fault, so the teacher hears of it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -43,10 +44,10 @@ from .settings import Grading
 from .workspace import Workspace
 
 SANDBOX = Path(__file__).with_name("sandbox.py")
-STARTUP_SECONDS = 120   # starting Python and importing torch inside the sandbox, on a busy machine
+STARTUP_SECONDS = 120  # starting Python and importing torch inside the sandbox, on a busy machine
 
 
-RUNNING: set[int] = set()   # pids of sandboxes at work in this process (not orphans to sweep)
+RUNNING: set[int] = set()  # pids of sandboxes at work in this process (not orphans to sweep)
 
 
 class ConfinementFailed(Exception):
@@ -56,6 +57,7 @@ class ConfinementFailed(Exception):
 @dataclass(frozen=True)
 class TestCell:
     """A graded test cell: the item it grades and what it is worth."""
+
     notebook: str
     grade_id: str
     item: str
@@ -65,10 +67,11 @@ class TestCell:
 @dataclass
 class Verdict:
     """The trusted result of one test cell."""
+
     cell: TestCell
     score: float
-    reason: str            # empty when full marks
-    fault: bool = False    # the grader itself failed on this cell
+    reason: str  # empty when full marks
+    fault: bool = False  # the grader itself failed on this cell
 
 
 def test_cells(course: Course, notebook: str) -> list[TestCell]:
@@ -89,6 +92,7 @@ def grading_cases(course: Course, seed: int) -> tuple[Case, ...]:
 
 # ----------------------------------------------------------------------------- questions
 
+
 def choice_answer(notebook: dict, item: Item):
     """The literal a notebook's answer cell gives a question's variable (None when there is none).
     Read with ast, never run."""
@@ -102,8 +106,12 @@ def choice_answer(notebook: dict, item: Item):
         except SyntaxError:
             continue
         for node in reversed(tree.body):
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and node.targets[0].id == item.variable):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == item.variable
+            ):
                 try:
                     return ast.literal_eval(node.value)
                 except ValueError:
@@ -121,9 +129,11 @@ def judge_choice(item: Item, value) -> tuple[float, str]:
 
 # ----------------------------------------------------------------------------- exercises
 
+
 @dataclass
 class Unit:
     """One notebook's exercises to run in the sandbox."""
+
     notebook: str
     statements: list[str]
     exercises: list[str]
@@ -144,20 +154,26 @@ def statements_of(course: Course, notebook: str, path: Path, forbidding: bool) -
     return ours + student, student
 
 
-def run_sandbox(units: list[Unit], cases: list[Case], workspace: Workspace, course: Course, settings: Grading,
-                layers: list[str]) -> tuple[dict, dict]:
+def run_sandbox(
+    units: list[Unit], cases: list[Case], workspace: Workspace, course: Course, settings: Grading, layers: list[str]
+) -> tuple[dict, dict]:
     """Run the units confined; returns (report, arrays). Raises SandboxFailed or ConfinementFailed."""
     work = workspace.sandbox
     save_cases(cases, work / "inputs.npz")
     views = {i["name"]: i for i in course.student_view()["items"]}
-    request = {"units": [{"notebook": u.notebook, "statements": u.statements, "exercises": u.exercises}
-                         for u in units],
-               "specs": {name: views[name] for u in units for name in u.exercises},
-               "memory": int(settings.memory_gib * 2 ** 30), "seconds": settings.seconds,
-               "helpers_parent": str(workspace.folder)}
+    request = {
+        "units": [{"notebook": u.notebook, "statements": u.statements, "exercises": u.exercises} for u in units],
+        "specs": {name: views[name] for u in units for name in u.exercises},
+        "memory": int(settings.memory_gib * 2**30),
+        "seconds": settings.seconds,
+        "helpers_parent": str(workspace.folder),
+    }
     (work / "request.json").write_text(json.dumps(request))
-    argv = confine.command(workspace.policy(settings, layers), [sys.executable, "-I", "-", str(work)],
-                           str(workspace.root.parent / f"{workspace.root.name}.sandbox-policy.json"))
+    argv = confine.command(
+        workspace.policy(settings, layers),
+        [sys.executable, "-I", "-", str(work)],
+        str(workspace.root.parent / f"{workspace.root.name}.sandbox-policy.json"),
+    )
     exercises = sum(len(u.exercises) for u in units)
     with open(work.parent / "sandbox-stdout", "w+b") as out, open(work.parent / "sandbox-stderr", "w+b") as err:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, start_new_session=True)
@@ -166,8 +182,9 @@ def run_sandbox(units: list[Unit], cases: list[Case], workspace: Workspace, cour
             proc.stdin.write(SANDBOX.read_bytes())
             proc.stdin.close()
             # The driver limits each exercise; this is the backstop for the whole run.
-            problem = watch(proc, int(settings.memory_gib * 2 ** 30) + 2 ** 30,
-                            STARTUP_SECONDS + exercises * (settings.seconds + 10))
+            problem = watch(
+                proc, int(settings.memory_gib * 2**30) + 2**30, STARTUP_SECONDS + exercises * (settings.seconds + 10)
+            )
             proc.wait()
         finally:
             RUNNING.discard(proc.pid)
@@ -178,9 +195,14 @@ def run_sandbox(units: list[Unit], cases: list[Case], workspace: Workspace, cour
     if proc.returncode == confine.EXIT_UNAVAILABLE or refused:
         raise ConfinementFailed((refused or ["confine: the confinement could not be set up"])[-1])
     if problem or proc.returncode != 0 or not output:
-        limit = [line.removeprefix("confine: limit: ") for line in errors.splitlines() if line.startswith("confine: limit")]
-        raise SandboxFailed({"kind": problem.kind, "gib" if problem.kind == "memory" else "seconds": problem.limit}
-                            if problem else {"kind": "stopped", "detail": (limit or [f"exit {proc.returncode}"])[-1]})
+        limit = [
+            line.removeprefix("confine: limit: ") for line in errors.splitlines() if line.startswith("confine: limit")
+        ]
+        raise SandboxFailed(
+            {"kind": problem.kind, "gib" if problem.kind == "memory" else "seconds": problem.limit}
+            if problem
+            else {"kind": "stopped", "detail": (limit or [f"exit {proc.returncode}"])[-1]}
+        )
     with np.load(io.BytesIO(output), allow_pickle=False) as data:
         report = json.loads(str(data["report"]))
         arrays = {k: torch.from_numpy(np.array(data[k])) for k in data.files if k != "report"}
@@ -192,14 +214,21 @@ class SandboxFailed(Exception):
 
 
 def _outcome(index: int, entry: dict, arrays: dict) -> Outcome:
-    outcome = Outcome(error=tuple(entry["error"]) if entry["error"] else None, problem=entry["problem"],
-                      mistake=entry["mistake"], changed_inputs=list(entry.get("changed_inputs", [])))
+    outcome = Outcome(
+        error=tuple(entry["error"]) if entry["error"] else None,
+        problem=entry["problem"],
+        mistake=entry["mistake"],
+        changed_inputs=list(entry.get("changed_inputs", [])),
+    )
     if entry["results"] is not None:
         results = []
         for key, dtype in zip(entry["results"], entry["dtypes"]):
             array = arrays.get(f"c{index}/{key}")
-            results.append(_NotATensor(key) if array is None or dtype is None
-                           else array.to(getattr(torch, str(dtype).replace("torch.", ""))))
+            results.append(
+                _NotATensor(key)
+                if array is None or dtype is None
+                else array.to(getattr(torch, str(dtype).replace("torch.", "")))
+            )
         outcome.results = tuple(results)
     return outcome
 
@@ -221,12 +250,14 @@ def describe_failure(failed: dict) -> str:
         return _("it used more than {gib:.1f} GiB of memory and was stopped").format(gib=failed["gib"])
     if kind == "timeout":
         return _("it ran longer than {seconds:.0f} s (an endless loop or a long sleep?) and was stopped").format(
-            seconds=failed["seconds"])
+            seconds=failed["seconds"]
+        )
     if kind == "signal":
         return _("the Python process running it died ({signal})").format(signal=failed["signal"])
     if kind == "exit":
         return _("the Python process running it exited with code {code} (os._exit or a crash)").format(
-            code=failed["code"])
+            code=failed["code"]
+        )
     return _("the sandbox stopped: {detail}").format(detail=failed.get("detail", ""))
 
 
@@ -243,7 +274,8 @@ def judge_exercise(item: Item, cases: list[tuple[int, Case]], report: dict, arra
             return _("`{name}` is not defined in this notebook.").format(name=item.name)
         if entry.get("ops"):
             return _("`{name}` used a built-in this exercise forbids ({op}); it earns no marks here.").format(
-                name=item.name, op=entry["ops"][0])
+                name=item.name, op=entry["ops"][0]
+            )
         message = judge(case, _outcome(index, entry, arrays))
         if message:
             return message
@@ -252,8 +284,16 @@ def judge_exercise(item: Item, cases: list[tuple[int, Case]], report: dict, arra
 
 # ----------------------------------------------------------------------------- a whole student
 
-def grade_student(course: Course, paths: dict[str, Path], seed: int, settings: Grading, layers: list[str],
-                  workspace: Workspace, language: str = "en") -> dict[str, list[Verdict]]:
+
+def grade_student(
+    course: Course,
+    paths: dict[str, Path],
+    seed: int,
+    settings: Grading,
+    layers: list[str],
+    workspace: Workspace,
+    language: str = "en",
+) -> dict[str, list[Verdict]]:
     """The trusted verdict on every test cell of a student's notebooks (by notebook name).
 
     Raises ConfinementFailed when the sandbox could not be confined (the caller reports the
@@ -281,8 +321,12 @@ def _grade_student(course, paths, seed, settings, layers, workspace) -> dict[str
                 decided.update({name: Verdict(cell, 0.0, reason) for name, cell in cells.items()})
                 continue
         if notebook_json is None:
-            decided.update({name: Verdict(cell, 0.0, _("{notebook}.ipynb was not submitted.").format(notebook=notebook))
-                            for name, cell in cells.items()})
+            decided.update(
+                {
+                    name: Verdict(cell, 0.0, _("{notebook}.ipynb was not submitted.").format(notebook=notebook))
+                    for name, cell in cells.items()
+                }
+            )
             continue
         forbidding = any(item.forbid_builtins for item in course.items_in(notebook))
         statements, own = statements_of(course, notebook, path, forbidding)
@@ -300,7 +344,7 @@ def _grade_student(course, paths, seed, settings, layers, workspace) -> dict[str
                         decided[item.name] = Verdict(cell, 0.0, refusal(item.name, found))
                         continue
                 run.append(item.name)
-            except Exception as exc:  # noqa: BLE001 - a grader fault costs one cell, loudly
+            except Exception as exc:
                 decided[item.name] = _fault(cell, exc)
         if run:
             units.append(Unit(notebook, statements, run))
@@ -319,7 +363,7 @@ def _grade_student(course, paths, seed, settings, layers, workspace) -> dict[str
                 try:
                     message = judge_exercise(item, [(i, c) for i, c in indexed if c.exercise == name], report, arrays)
                     decided[name] = Verdict(cell, 0.0 if message else cell.points, message)
-                except Exception as exc:  # noqa: BLE001 - a grader fault costs one cell, loudly
+                except Exception as exc:
                     decided[name] = _fault(cell, exc)
     for name, verdict in decided.items():
         verdicts.setdefault(verdict.cell.notebook, {})[name] = verdict
@@ -327,5 +371,11 @@ def _grade_student(course, paths, seed, settings, layers, workspace) -> dict[str
 
 
 def _fault(cell: TestCell, exc: Exception) -> Verdict:
-    return Verdict(cell, 0.0, _("The grader could not judge this answer ({kind}: {text}); your teacher has been "
-                                "told.").format(kind=type(exc).__name__, text=str(exc)[:200]), fault=True)
+    return Verdict(
+        cell,
+        0.0,
+        _("The grader could not judge this answer ({kind}: {text}); your teacher has been told.").format(
+            kind=type(exc).__name__, text=str(exc)[:200]
+        ),
+        fault=True,
+    )

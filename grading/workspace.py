@@ -6,6 +6,7 @@ holds a copy of the student's notebooks and the released helpers. HOME, TMPDIR, 
 MPLCONFIGDIR and the Jupyter runtime folder (the kernel's sockets) all point inside it; nothing
 else is writable, and the folder is deleted when the student is graded.
 """
+
 from __future__ import annotations
 
 import glob
@@ -46,16 +47,20 @@ class Workspace:
     def __init__(self, student: str, assignment: str):
         self.student, self.assignment = student, assignment
         self.root = base() / f"{_safe(student)}-{_safe(assignment)}"
-        self.folder = self.root / assignment          # the notebooks and helpers, as in the student's JupyterLab
-        self.runtime = self.root / "runtime"          # the kernel's connection file and sockets
-        self.sandbox = self.root / "sandbox"          # requests to the trusted sandbox
+        self.folder = self.root / assignment  # the notebooks and helpers, as in the student's JupyterLab
+        self.runtime = self.root / "runtime"  # the kernel's connection file and sockets
+        self.sandbox = self.root / "sandbox"  # requests to the trusted sandbox
         for path in (self.folder, self.runtime, self.sandbox, *self._homes().values()):
             path.mkdir(parents=True, exist_ok=True)
         self._seed_font_cache()
 
     def _homes(self) -> dict[str, Path]:
-        return {"HOME": self.root / "home", "TMPDIR": self.root / "tmp", "IPYTHONDIR": self.root / "ipython",
-                "MPLCONFIGDIR": self.root / "matplotlib"}
+        return {
+            "HOME": self.root / "home",
+            "TMPDIR": self.root / "tmp",
+            "IPYTHONDIR": self.root / "ipython",
+            "MPLCONFIGDIR": self.root / "matplotlib",
+        }
 
     def _seed_font_cache(self) -> None:
         """matplotlib would rebuild its font list in every fresh MPLCONFIGDIR (seconds with CJK fonts)."""
@@ -70,8 +75,7 @@ class Workspace:
             shutil.copy(path, self.folder / path.name)
         helpers = self.folder / "helpers"
         shutil.rmtree(helpers, ignore_errors=True)
-        shutil.copytree(Path(source) / "helpers", helpers,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(Path(source) / "helpers", helpers, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         language = Path(source) / "course-language.txt"
         if language.exists():
             shutil.copy(language, self.folder / language.name)
@@ -79,21 +83,32 @@ class Workspace:
     def env(self) -> dict[str, str]:
         """The whole environment of code running in this workspace: no PYTHONPATH, no grader secrets."""
         env = {k: str(v) for k, v in self._homes().items()}
-        env.update(PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
-                   JUPYTER_RUNTIME_DIR=str(self.runtime), JUPYTER_CONFIG_DIR=str(self.root / "home" / ".jupyter"),
-                   JUPYTER_DATA_DIR=str(self.root / "home" / ".local" / "share" / "jupyter"),
-                   NBGRADER_EXECUTION="autograde", LANG="C.UTF-8", PYTHONDONTWRITEBYTECODE="1",
-                   VIRTUAL_ENV=sys.prefix)
+        env.update(
+            PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+            JUPYTER_RUNTIME_DIR=str(self.runtime),
+            JUPYTER_CONFIG_DIR=str(self.root / "home" / ".jupyter"),
+            JUPYTER_DATA_DIR=str(self.root / "home" / ".local" / "share" / "jupyter"),
+            NBGRADER_EXECUTION="autograde",
+            LANG="C.UTF-8",
+            PYTHONDONTWRITEBYTECODE="1",
+            VIRTUAL_ENV=sys.prefix,
+        )
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             if name in os.environ:
                 env[name] = os.environ[name]
         return env
 
     def policy(self, settings: Grading, layers: list[str]) -> confine.Policy:
-        return confine.Policy(read=confine.default_read_paths(sys.executable), write=[str(self.root)],
-                              cwd=str(self.folder), env=self.env(), layers=list(layers),
-                              max_processes=settings.max_processes, max_file_bytes=settings.max_file_mib * 2 ** 20,
-                              scratch_bytes=settings.scratch_mib * 2 ** 20)
+        return confine.Policy(
+            read=confine.default_read_paths(sys.executable),
+            write=[str(self.root)],
+            cwd=str(self.folder),
+            env=self.env(),
+            layers=list(layers),
+            max_processes=settings.max_processes,
+            max_file_bytes=settings.max_file_mib * 2**20,
+            scratch_bytes=settings.scratch_mib * 2**20,
+        )
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -102,7 +117,7 @@ class Workspace:
 def choose_layers(settings: Grading) -> tuple[list[str], dict[str, str | None]]:
     """The layers to apply (settings.layers, "auto" = every layer that works here) and the probe."""
     found = confine.probe(sys.executable)
-    if settings.layers == ["none"]:       # `make grade --unconfined` on a machine without any layer
+    if settings.layers == ["none"]:  # `make grade --unconfined` on a machine without any layer
         return [], found
     if settings.layers == ["auto"] or "auto" in settings.layers:
         return [layer for layer in confine.LAYERS if found.get(layer) is None], found

@@ -17,11 +17,12 @@ Two families:
   They run under each confinement layer (tests/test_attacks.py). Kernel-side attempts print a
   line `ESCAPE <name>: <what happened>`; `ESCAPED` in it means the attempt worked.
 """
+
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from grading.classroom import submission, wrong_answer
 from grading.manifest import Course
@@ -29,35 +30,35 @@ from grading.manifest import Course
 # Tricks played in the kernel, put in front of a wrong answer.
 PREAMBLES = {
     "patch_allclose": "torch.allclose = lambda *a, **k: True\n"
-                      "torch.isclose = lambda a, b, **k: torch.ones_like(a, dtype=torch.bool)\n",
+    "torch.isclose = lambda a, b, **k: torch.ones_like(a, dtype=torch.bool)\n",
     "patch_equal": "torch.equal = lambda *a: True\n",
     "patch_assert_close": "import torch.testing\ntorch.testing.assert_close = lambda *a, **k: None\n",
     "patch_numpy": "import numpy\nnumpy.allclose = lambda *a, **k: True\n"
-                   "numpy.testing.assert_allclose = lambda *a, **k: None\n",
+    "numpy.testing.assert_allclose = lambda *a, **k: None\n",
     "patch_course_helpers": "import helpers.checks\nhelpers.checks.check = lambda *a, **k: None\n"
-                            "helpers.checks.judge = lambda *a, **k: ''\n",
+    "helpers.checks.judge = lambda *a, **k: ''\n",
     "torch_function_mode": "from torch.overrides import TorchFunctionMode\n"
-                           "class Yes(TorchFunctionMode):\n"
-                           "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
-                           "        if func in (torch.allclose, torch.equal):\n"
-                           "            return True\n"
-                           "        return func(*args, **(kwargs or {}))\n"
-                           "Yes().__enter__()\n",
+    "class Yes(TorchFunctionMode):\n"
+    "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
+    "        if func in (torch.allclose, torch.equal):\n"
+    "            return True\n"
+    "        return func(*args, **(kwargs or {}))\n"
+    "Yes().__enter__()\n",
     "set_custom_exc": "get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)\n",
     "replace_showtraceback": "ip = get_ipython()\nip.showtraceback = lambda *a, **k: None\n"
-                             "ip._showtraceback = lambda *a, **k: None\n",
+    "ip._showtraceback = lambda *a, **k: None\n",
     "ast_try_except": "import ast\n"
-                      "class Swallow(ast.NodeTransformer):\n"
-                      "    def visit_Module(self, node):\n"
-                      "        handler = ast.ExceptHandler(type=ast.Name('BaseException', ast.Load()), name=None,"
-                      " body=[ast.Pass()])\n"
-                      "        node.body = [ast.Try(body=node.body or [ast.Pass()], handlers=[handler], orelse=[],"
-                      " finalbody=[])]\n"
-                      "        return ast.fix_missing_locations(node)\n"
-                      "get_ipython().ast_transformers.append(Swallow())\n",
+    "class Swallow(ast.NodeTransformer):\n"
+    "    def visit_Module(self, node):\n"
+    "        handler = ast.ExceptHandler(type=ast.Name('BaseException', ast.Load()), name=None,"
+    " body=[ast.Pass()])\n"
+    "        node.body = [ast.Try(body=node.body or [ast.Pass()], handlers=[handler], orelse=[],"
+    " finalbody=[])]\n"
+    "        return ast.fix_missing_locations(node)\n"
+    "get_ipython().ast_transformers.append(Swallow())\n",
     "fake_number_result": "ip = get_ipython()\n"
-                          "ip.events.register('post_run_cell', lambda *a: ip.displayhook(5.0))\n"
-                          "ip.set_custom_exc((BaseException,), lambda *a, **k: None)\n",
+    "ip.events.register('post_run_cell', lambda *a: ip.displayhook(5.0))\n"
+    "ip.set_custom_exc((BaseException,), lambda *a, **k: None)\n",
 }
 
 TENSOR_SUBCLASS = (
@@ -68,15 +69,24 @@ TENSOR_SUBCLASS = (
     "            return True\n"
     "        return super().__torch_function__(func, types, args, kwargs or {})\n"
     "def raw_scores(q, k):\n"
-    "    return torch.zeros(q.shape[:-1] + k.shape[-2:-1]).as_subclass(Agreeable)\n")
-SDPA_SOFTMAX = ("    w = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5"
-                " + (0 if mask is None else (~mask) * -1e9), -1)\n")
-BUILTIN_ALIAS = ("import torch.nn.functional as G\nattend = G.scaled_dot_product_attention\n"
-                 "def scaled_dot_product_attention(q, k, v, mask=None):\n" + SDPA_SOFTMAX +
-                 "    return attend(q, k, v, attn_mask=mask), w\n")
-BUILTIN_GETATTR = ("def scaled_dot_product_attention(q, k, v, mask=None):\n"
-                   "    fn = getattr(__import__('torch').nn.functional, 'scaled_dot_' + 'product_attention')\n"
-                   + SDPA_SOFTMAX + "    return fn(q, k, v, attn_mask=mask), w\n")
+    "    return torch.zeros(q.shape[:-1] + k.shape[-2:-1]).as_subclass(Agreeable)\n"
+)
+SDPA_SOFTMAX = (
+    "    w = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5"
+    " + (0 if mask is None else (~mask) * -1e9), -1)\n"
+)
+BUILTIN_ALIAS = (
+    "import torch.nn.functional as G\nattend = G.scaled_dot_product_attention\n"
+    "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+    + SDPA_SOFTMAX
+    + "    return attend(q, k, v, attn_mask=mask), w\n"
+)
+BUILTIN_GETATTR = (
+    "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+    "    fn = getattr(__import__('torch').nn.functional, 'scaled_dot_' + 'product_attention')\n"
+    + SDPA_SOFTMAX
+    + "    return fn(q, k, v, attn_mask=mask), w\n"
+)
 # Silence any recorder the sandbox may run, hide the operator from the report, use the built-in.
 SILENCED_RECORDER = (
     "def scaled_dot_product_attention(q, k, v, mask=None):\n"
@@ -87,14 +97,18 @@ SILENCED_RECORDER = (
     "    real = numpy.savez\n"
     "    numpy.savez = lambda *a, **k: real(*a, **{n: v for n, v in k.items() if 'scaled' not in str(v)})\n"
     "    fn = vars(__import__('torch').nn.functional)['scaled_dot_' + 'product_attention']\n"
-    + SDPA_SOFTMAX + "    return fn(q, k, v, attn_mask=mask), w\n")
-READ_CASE_FILE = ("from helpers.casefile import load_cases\n"
-                  "known = [c for c in load_cases() if c.exercise == 'raw_scores']\n"
-                  "def raw_scores(q, k):\n"
-                  "    for c in known:\n"
-                  "        if c.tensors['q'].shape == q.shape and torch.equal(c.tensors['q'], q):\n"
-                  "            return c.expected[0].to(q.dtype)\n"
-                  "    return torch.zeros(q.shape[:-1] + k.shape[-2:-1])\n")
+    + SDPA_SOFTMAX
+    + "    return fn(q, k, v, attn_mask=mask), w\n"
+)
+READ_CASE_FILE = (
+    "from helpers.casefile import load_cases\n"
+    "known = [c for c in load_cases() if c.exercise == 'raw_scores']\n"
+    "def raw_scores(q, k):\n"
+    "    for c in known:\n"
+    "        if c.tensors['q'].shape == q.shape and torch.equal(c.tensors['q'], q):\n"
+    "            return c.expected[0].to(q.dtype)\n"
+    "    return torch.zeros(q.shape[:-1] + k.shape[-2:-1])\n"
+)
 # The sandbox hands results back as framed messages on a pipe: forge "done" before any result.
 FORGED_REPORT = (
     "def concat_heads(x):\n"
@@ -106,7 +120,8 @@ FORGED_REPORT = (
     "            os.write(fd, struct.pack('<Q', len(message)) + message)\n"
     "        except OSError:\n"
     "            pass\n"
-    "    return x.reshape(x.shape[0], x.shape[2], -1)\n")
+    "    return x.reshape(x.shape[0], x.shape[2], -1)\n"
+)
 
 
 def _cells(notebook: dict, test: bool):
@@ -150,11 +165,12 @@ def _raising_cells(notebook):
 @dataclass
 class Student:
     """A submission and what each of its attacks, faults or messes must get."""
+
     name: str
     answers: dict[str, str]
-    expected: dict[str, tuple[str, str]]              # item -> (kind, name of the trick)
-    edits: dict[str, Callable] = field(default_factory=dict)   # notebook -> change
-    reasons: dict[str, str] = field(default_factory=dict)      # item -> a word of the reason
+    expected: dict[str, tuple[str, str]]  # item -> (kind, name of the trick)
+    edits: dict[str, Callable] = field(default_factory=dict)  # notebook -> change
+    reasons: dict[str, str] = field(default_factory=dict)  # item -> a word of the reason
 
     def build(self, course: Course) -> dict:
         notebooks = submission(course, self.answers, notebooks=course.graded_notebooks())
@@ -169,49 +185,95 @@ def _wrong(course: Course, item: str) -> str:
 
 
 def _attackers(course: Course, name: str, plan: dict[str, str], special: dict[str, str], edits=None) -> Student:
-    answers = {target: PREAMBLES[trick] + _wrong(course, target) if trick in PREAMBLES else special[trick]
-               for target, trick in plan.items()}
+    answers = {
+        target: PREAMBLES[trick] + _wrong(course, target) if trick in PREAMBLES else special[trick]
+        for target, trick in plan.items()
+    }
     return Student(name, answers, {t: ("attack", trick) for t, trick in plan.items()}, edits or {})
 
 
 def tricks(course: Course) -> list[Student]:
     """Tricks inside the kernel, and messy right answers: graded once, with the mutants."""
-    special = {"tensor_subclass": TENSOR_SUBCLASS, "builtin_alias": BUILTIN_ALIAS, "builtin_getattr": BUILTIN_GETATTR,
-               "read_the_case_file": READ_CASE_FILE, "edited_test_cells": _wrong(course, "split_heads"),
-               "stripped_test_metadata": _wrong(course, "concat_heads"), "silenced_recorder": SILENCED_RECORDER,
-               "forged_report": FORGED_REPORT}
+    special = {
+        "tensor_subclass": TENSOR_SUBCLASS,
+        "builtin_alias": BUILTIN_ALIAS,
+        "builtin_getattr": BUILTIN_GETATTR,
+        "read_the_case_file": READ_CASE_FILE,
+        "edited_test_cells": _wrong(course, "split_heads"),
+        "stripped_test_metadata": _wrong(course, "concat_heads"),
+        "silenced_recorder": SILENCED_RECORDER,
+        "forged_report": FORGED_REPORT,
+    }
     return [
-        _attackers(course, "tricks_a", {"raw_scores": "patch_allclose", "scaled_scores": "patch_equal",
-                                        "quick_check": "patch_assert_close", "scaled_dot_product_attention": "builtin_alias",
-                                        "split_heads": "patch_numpy", "concat_heads": "patch_course_helpers",
-                                        "MultiHeadAttention": "torch_function_mode", "to_torch_mha": "set_custom_exc"},
-                   special),
-        _attackers(course, "tricks_b", {"raw_scores": "tensor_subclass", "scaled_scores": "replace_showtraceback",
-                                        "quick_check": "ast_try_except", "scaled_dot_product_attention": "builtin_getattr",
-                                        "split_heads": "edited_test_cells", "concat_heads": "stripped_test_metadata",
-                                        "MultiHeadAttention": "fake_number_result"},
-                   special, edits={"03_split_heads": _edit_test_cells, "04_concat_heads": _strip_test_metadata}),
-        _attackers(course, "tricks_c", {"raw_scores": "read_the_case_file",
-                                        "scaled_dot_product_attention": "silenced_recorder",
-                                        "concat_heads": "forged_report"}, special),
-        Student("messy", {
-            "raw_scores": "def raw_scores(q, k):\n    return q @ k.transpose(-2, -1)\nimport sys\nsys.exit()\n",
-            "scaled_scores": "import sys, warnings\ndef scaled_scores(q, k):\n"
-                             "    print('debug', q.shape, file=sys.stderr)\n    warnings.warn('noisy but right')\n"
-                             "    return q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5\n"},
-            expected={"raw_scores": ("messy", "sys_exit_after_definition"),
-                      "scaled_scores": ("messy", "prints_and_warnings"),
-                      "scaled_dot_product_attention": ("messy", "changed_kernelspec"),
-                      "split_heads": ("messy", "deleted_test_cells"), "concat_heads": ("messy", "duplicated_test_cell"),
-                      "quick_check": ("messy", "cells_that_raise")},
-            edits={"01_scaling_problem": _raising_cells, "02_scaled_dot_product_attention": _odd_kernelspec,
-                   "03_split_heads": _delete_test_cells, "04_concat_heads": _duplicate_test_cell}),
+        _attackers(
+            course,
+            "tricks_a",
+            {
+                "raw_scores": "patch_allclose",
+                "scaled_scores": "patch_equal",
+                "quick_check": "patch_assert_close",
+                "scaled_dot_product_attention": "builtin_alias",
+                "split_heads": "patch_numpy",
+                "concat_heads": "patch_course_helpers",
+                "MultiHeadAttention": "torch_function_mode",
+                "to_torch_mha": "set_custom_exc",
+            },
+            special,
+        ),
+        _attackers(
+            course,
+            "tricks_b",
+            {
+                "raw_scores": "tensor_subclass",
+                "scaled_scores": "replace_showtraceback",
+                "quick_check": "ast_try_except",
+                "scaled_dot_product_attention": "builtin_getattr",
+                "split_heads": "edited_test_cells",
+                "concat_heads": "stripped_test_metadata",
+                "MultiHeadAttention": "fake_number_result",
+            },
+            special,
+            edits={"03_split_heads": _edit_test_cells, "04_concat_heads": _strip_test_metadata},
+        ),
+        _attackers(
+            course,
+            "tricks_c",
+            {
+                "raw_scores": "read_the_case_file",
+                "scaled_dot_product_attention": "silenced_recorder",
+                "concat_heads": "forged_report",
+            },
+            special,
+        ),
+        Student(
+            "messy",
+            {
+                "raw_scores": "def raw_scores(q, k):\n    return q @ k.transpose(-2, -1)\nimport sys\nsys.exit()\n",
+                "scaled_scores": "import sys, warnings\ndef scaled_scores(q, k):\n"
+                "    print('debug', q.shape, file=sys.stderr)\n    warnings.warn('noisy but right')\n"
+                "    return q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5\n",
+            },
+            expected={
+                "raw_scores": ("messy", "sys_exit_after_definition"),
+                "scaled_scores": ("messy", "prints_and_warnings"),
+                "scaled_dot_product_attention": ("messy", "changed_kernelspec"),
+                "split_heads": ("messy", "deleted_test_cells"),
+                "concat_heads": ("messy", "duplicated_test_cell"),
+                "quick_check": ("messy", "cells_that_raise"),
+            },
+            edits={
+                "01_scaling_problem": _raising_cells,
+                "02_scaled_dot_product_attention": _odd_kernelspec,
+                "03_split_heads": _delete_test_cells,
+                "04_concat_heads": _duplicate_test_cell,
+            },
+        ),
     ]
 
 
 # ----------------------------------------------------------------------------------------- escapes
 
-ESCAPE_HELPERS = r'''
+ESCAPE_HELPERS = r"""
 import os, sys, glob, socket, signal, subprocess, time
 def escape(name, attempt):
     try:
@@ -219,14 +281,16 @@ def escape(name, attempt):
         print(f"ESCAPE {name}: ESCAPED {str(result)[:200]}")
     except BaseException as exc:
         print(f"ESCAPE {name}: stopped ({type(exc).__name__})")
-'''
+"""
 
 
 def escapes(course: Course, paths: dict[str, str]) -> list[Student]:
     """Students who try to get out, in kernel cells and in the graded functions themselves.
     `paths`: course, canary files, port, token (see test_attacks.py)."""
     p = dict(paths)
-    reads = ESCAPE_HELPERS + f'''
+    reads = (
+        ESCAPE_HELPERS
+        + f"""
 escape("read the canary in source/", lambda: open({p["source_canary"]!r}).read())
 escape("read another student's notebook", lambda: open({p["other_canary"]!r}).read())
 escape("read the instructor's notebook", lambda: open({p["instructor"]!r}).read()[:100])
@@ -256,8 +320,11 @@ def _memory():
 escape("read the grader's memory and environment", _memory)
 escape("connect to the test's listener", lambda: socket.create_connection(("127.0.0.1", {p["port"]}), timeout=3).send(b"hello"))
 escape("send UDP", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", {p["port"]})))
-'''
-    writes = ESCAPE_HELPERS + f'''
+"""
+    )
+    writes = (
+        ESCAPE_HELPERS
+        + f"""
 escape("write a file at the course root", lambda: open({p["course"]!r} + "/PWNED.txt", "w").write("x"))
 escape("append to the instructor's notebook", lambda: open({p["instructor"]!r}, "a").write("x"))
 escape("delete another student's submission", lambda: os.remove({p["other_canary"]!r}))
@@ -276,8 +343,11 @@ except BaseException as exc:
 escape("signal the grader", lambda: [os.kill(os.getppid(), signal.SIGSTOP), os.kill(os.getppid(), signal.SIGCONT)])
 import ctypes
 escape("trace the parent", lambda: ctypes.CDLL(None, use_errno=True).ptrace(16, os.getppid(), 0, 0) == 0 or 1 / 0)
-'''
-    bomb = ESCAPE_HELPERS + '''
+"""
+    )
+    bomb = (
+        ESCAPE_HELPERS
+        + """
 def _bomb():
     children = 0
     for _ in range(400):
@@ -289,34 +359,60 @@ def _bomb():
     return children
 escape("fork many processes", _bomb)
 escape("write a huge file", lambda: open("huge.bin", "wb").write(b"0" * (600 * 2 ** 20)))
-'''
+"""
+    )
     inside_function = (  # runs in the sandbox: kill the process above it, then answer wrongly
         "def split_heads(x, num_heads):\n    import os, signal\n"
-        "    os.kill(os.getppid(), signal.SIGKILL)\n    return x\n")
+        "    os.kill(os.getppid(), signal.SIGKILL)\n    return x\n"
+    )
     reader_from_disk = (
         "def concat_heads(x):\n    import json\n"
         f"    nb = json.load(open({p['instructor_04']!r}))\n"
         "    src = [''.join(c['source']) for c in nb['cells'] if c.get('metadata', {}).get('nbgrader', {}).get('solution')]\n"
-        "    ns = {'torch': __import__('torch')}\n    exec(src[0], ns)\n    return ns['concat_heads'](x)\n")
+        "    ns = {'torch': __import__('torch')}\n    exec(src[0], ns)\n    return ns['concat_heads'](x)\n"
+    )
     return [
-        Student("escaper_reads", {"raw_scores": reads + _wrong(course, "raw_scores"),
-                                  "concat_heads": reader_from_disk},
-                {"raw_scores": ("attack", "reads"), "concat_heads": ("attack", "solution_from_disk")}),
-        Student("escaper_writes", {"scaled_scores": writes + _wrong(course, "scaled_scores"),
-                                   "split_heads": inside_function,
-                                   "to_torch_mha": bomb + _wrong(course, "to_torch_mha")},
-                {"scaled_scores": ("attack", "writes"), "split_heads": ("attack", "kill_the_parent"),
-                 "to_torch_mha": ("attack", "bomb")}),
-        Student("faulty", {
-            "scaled_scores": "def scaled_scores(q, k):\n    import os\n    os._exit(3)\n",
-            "scaled_dot_product_attention": "def scaled_dot_product_attention(q, k, v, mask=None):\n"
-                                            "    hog = torch.ones(3 * 1024 ** 3)\n    return hog, hog\n",
-            "split_heads": "def split_heads(x, num_heads):\n    while True:\n        pass\n",
-            "concat_heads": "def concat_heads(x):\n    import ctypes\n    return ctypes.string_at(0)\n",
-            "to_torch_mha": "def to_torch_mha(mha):\n    import time\n    time.sleep(10 ** 6)\n"},
-            expected={"scaled_scores": ("fault", "os_exit"), "scaled_dot_product_attention": ("fault", "memory_hog"),
-                      "split_heads": ("fault", "endless_loop"), "concat_heads": ("fault", "segfault"),
-                      "to_torch_mha": ("fault", "long_sleep")},
-            reasons={"scaled_scores": "exit", "scaled_dot_product_attention": "memory",
-                     "split_heads": "longer than", "concat_heads": "died", "to_torch_mha": "longer than"}),
+        Student(
+            "escaper_reads",
+            {"raw_scores": reads + _wrong(course, "raw_scores"), "concat_heads": reader_from_disk},
+            {"raw_scores": ("attack", "reads"), "concat_heads": ("attack", "solution_from_disk")},
+        ),
+        Student(
+            "escaper_writes",
+            {
+                "scaled_scores": writes + _wrong(course, "scaled_scores"),
+                "split_heads": inside_function,
+                "to_torch_mha": bomb + _wrong(course, "to_torch_mha"),
+            },
+            {
+                "scaled_scores": ("attack", "writes"),
+                "split_heads": ("attack", "kill_the_parent"),
+                "to_torch_mha": ("attack", "bomb"),
+            },
+        ),
+        Student(
+            "faulty",
+            {
+                "scaled_scores": "def scaled_scores(q, k):\n    import os\n    os._exit(3)\n",
+                "scaled_dot_product_attention": "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                "    hog = torch.ones(3 * 1024 ** 3)\n    return hog, hog\n",
+                "split_heads": "def split_heads(x, num_heads):\n    while True:\n        pass\n",
+                "concat_heads": "def concat_heads(x):\n    import ctypes\n    return ctypes.string_at(0)\n",
+                "to_torch_mha": "def to_torch_mha(mha):\n    import time\n    time.sleep(10 ** 6)\n",
+            },
+            expected={
+                "scaled_scores": ("fault", "os_exit"),
+                "scaled_dot_product_attention": ("fault", "memory_hog"),
+                "split_heads": ("fault", "endless_loop"),
+                "concat_heads": ("fault", "segfault"),
+                "to_torch_mha": ("fault", "long_sleep"),
+            },
+            reasons={
+                "scaled_scores": "exit",
+                "scaled_dot_product_attention": "memory",
+                "split_heads": "longer than",
+                "concat_heads": "died",
+                "to_torch_mha": "longer than",
+            },
+        ),
     ]

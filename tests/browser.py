@@ -5,6 +5,7 @@ settings, as `make lab` and Binder use them) or, with `teacher=True`, as the tea
 formgrader). `browser_page()` opens a page in headless Chromium; without a browser the test is
 skipped locally and fails under CI=true.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,7 +18,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, venv_env
 
 CHROMIUM = "/usr/bin/chromium"
@@ -41,15 +41,30 @@ def jupyterlab(root: Path, teacher: bool = False, edition: str = "en"):
         if edition == "zh-CN":
             paths.append(str(REPO / "binder" / "jupyter-zh-CN"))
         env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(paths)
-        env["PYTHONPATH"] = str(REPO / "binder")   # the course's links /course/en and /course/zh-CN
+        env["PYTHONPATH"] = str(REPO / "binder")  # the course's links /course/en and /course/zh-CN
     env["JUPYTERLAB_SETTINGS_DIR"] = str(Path(root).parent / f"lab-settings-{port}")
     log_path = Path(root).parent / f"lab-{port}.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            [str(Path(env["VIRTUAL_ENV"]) / "bin" / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1",
-             f"--port={port}", f"--ServerApp.token={TOKEN}", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
-             "--LabApp.expose_app_in_browser=True", "--ServerApp.disable_check_xsrf=True", "--allow-root"],
-            cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                str(Path(env["VIRTUAL_ENV"]) / "bin" / "jupyter"),
+                "lab",
+                "--no-browser",
+                "--ip=127.0.0.1",
+                f"--port={port}",
+                f"--ServerApp.token={TOKEN}",
+                "--ServerApp.password=",
+                f"--ServerApp.root_dir={root}",
+                "--LabApp.expose_app_in_browser=True",
+                "--ServerApp.disable_check_xsrf=True",
+                "--allow-root",
+            ],
+            cwd=root,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
     while True:
@@ -86,10 +101,19 @@ def browser_page(viewport=(1400, 1000)):
     with playwright_api.sync_playwright() as playwright:
         try:
             browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True,
-                args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                      "--disable-component-update", "--no-first-run", "--lang=en-US"])
-        except Exception as exc:  # noqa: BLE001 - report any launch failure the same way
+                executable_path=CHROMIUM,
+                headless=True,
+                args=[
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--no-first-run",
+                    "--lang=en-US",
+                ],
+            )
+        except Exception as exc:
             if os.environ.get("CI") == "true":
                 pytest.fail(f"Chromium would not start: {exc}")
             pytest.skip(f"Chromium would not start: {exc}")
@@ -98,7 +122,7 @@ def browser_page(viewport=(1400, 1000)):
             page = context.new_page()
             original_goto = page.goto
 
-            def goto(address, **kwargs):   # every address of a test server carries the token
+            def goto(address, **kwargs):  # every address of a test server carries the token
                 if "127.0.0.1" in address and "token=" not in address:
                     address += ("&" if "?" in address else "?") + f"token={TOKEN}"
                 return original_goto(address, **kwargs)

@@ -4,6 +4,7 @@
 copy of the pieces nbgrader needs, so tests that release or grade never touch the working tree.
 ``run`` runs a command with the virtual environment's ``bin`` first on ``PATH``.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,20 @@ VENV_BIN = Path(sys.prefix) / "bin"
 
 # What a course copy contains: nbgrader's configuration, the manifest, the sources and releases,
 # and what `make` needs. The grading code is the installed (editable) package.
-COURSE_PIECES = ("nbgrader_config.py", "course.toml", "source", "notebooks", "i18n", "Makefile", "requirements.txt",
-                 "pyproject.toml", "binder", "LICENSE", "README.md", "README.zh-CN.md")
+COURSE_PIECES = (
+    "nbgrader_config.py",
+    "course.toml",
+    "source",
+    "notebooks",
+    "i18n",
+    "Makefile",
+    "requirements.txt",
+    "pyproject.toml",
+    "binder",
+    "LICENSE",
+    "README.md",
+    "README.zh-CN.md",
+)
 COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.db", "*.pyc")
 
 DEFAULT_TIMEOUT = 600
@@ -39,16 +52,22 @@ def venv_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run(cmd, cwd, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None,
-        check: bool = False) -> subprocess.CompletedProcess:
+def run(
+    cmd, cwd, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None, check: bool = False
+) -> subprocess.CompletedProcess:
     """Run ``cmd`` in ``cwd`` with the venv first on PATH; output is captured as text.
 
     ``env`` adds to (or overrides) the environment. With ``check=True`` a non-zero exit fails the
     calling test with the command's output.
     """
     proc = subprocess.run(
-        [str(c) for c in cmd], cwd=str(cwd), env=venv_env(env), capture_output=True, text=True,
-        timeout=timeout, stdin=subprocess.DEVNULL,
+        [str(c) for c in cmd],
+        cwd=str(cwd),
+        env=venv_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
     )
     if check and proc.returncode != 0:
         pytest.fail(describe(proc), pytrace=False)
@@ -58,8 +77,7 @@ def run(cmd, cwd, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None =
 def describe(proc: subprocess.CompletedProcess) -> str:
     """The command, exit code and output of ``proc``, for an assertion message."""
     cmd = " ".join(str(c) for c in proc.args)
-    return (f"`{cmd}` exited {proc.returncode}\n"
-            f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}")
+    return f"`{cmd}` exited {proc.returncode}\n--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
 
 
 def copy_course(dest: Path) -> Path:
@@ -93,8 +111,11 @@ def grade_class(dest: Path, write_students, jobs: int = 1, args: str = "", expec
     course = copy_course(dest)
     write_students(course)
     grade_args = f"--seed {GRADING_SEED} --seconds 20 --cell-timeout 20 {args}".strip()
-    proc = run(["make", "grade", f"VENV={REPO / '.venv'}", f"JOBS={jobs}", f"GRADE_ARGS={grade_args}"], cwd=course,
-               timeout=2400)
+    proc = run(
+        ["make", "grade", f"VENV={REPO / '.venv'}", f"JOBS={jobs}", f"GRADE_ARGS={grade_args}"],
+        cwd=course,
+        timeout=2400,
+    )
     if expect_ok:
         assert proc.returncode == 0, describe(proc)
     with open(course / "grades_by_cell.csv") as handle:

@@ -9,6 +9,7 @@ course's files hash the same before and after, the canary and the secret appear 
 process of the class is left, and the listener sees no connection. Under CI=true a layer this
 machine cannot offer is a failure, not a skip.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,11 +19,11 @@ import socket
 import threading
 from pathlib import Path
 
+import attacks
 import psutil
 import pytest
-
-import attacks
 from conftest import GRADING_SEED, REPO, copy_course, describe, run
+
 from grading import confine
 from grading.classroom import submission, write_submission
 from grading.manifest import load
@@ -76,22 +77,42 @@ def graded(request, tmp_path_factory):
     control = write_submission(course_root, "control", submission(course, {}, course.graded_notebooks()), "attention")
     (control / "notes.txt").write_text(token)
     marker = f"leftover-{secrets.token_hex(8)}"
-    paths = {"course": str(course_root), "source_canary": str(course_root / "source" / "CANARY.txt"),
-             "other_canary": str(control / "notes.txt"), "marker": marker, "port": listener.port,
-             "instructor": str(course.source_notebook("02_scaled_dot_product_attention")),
-             "instructor_04": str(course.source_notebook("04_concat_heads"))}
+    paths = {
+        "course": str(course_root),
+        "source_canary": str(course_root / "source" / "CANARY.txt"),
+        "other_canary": str(control / "notes.txt"),
+        "marker": marker,
+        "port": listener.port,
+        "instructor": str(course.source_notebook("02_scaled_dot_product_attention")),
+        "instructor_04": str(course.source_notebook("04_concat_heads")),
+    }
     students = attacks.escapes(course, paths)
     for student in students:
         write_submission(course_root, student.name, student.build(course), "attention")
     before = _hashes(course_root)
     args = f"--seed {GRADING_SEED} --seconds 10 --cell-timeout 15 --layers {layer}"
-    proc = run(["make", "grade", f"VENV={REPO / '.venv'}", "JOBS=2",
-                f"GRADE_ARGS={args}"], cwd=course_root, timeout=1800, env={"ATTENTION_TEST_SECRET": token})
+    proc = run(
+        ["make", "grade", f"VENV={REPO / '.venv'}", "JOBS=2", f"GRADE_ARGS={args}"],
+        cwd=course_root,
+        timeout=1800,
+        env={"ATTENTION_TEST_SECRET": token},
+    )
     import csv
+
     with open(course_root / "grades_by_cell.csv") as handle:
         cells = {(r["student"], r["cell"]): r for r in csv.DictReader(handle)}
-    return {"course": course, "root": course_root, "proc": proc, "cells": cells, "students": students,
-            "token": token, "marker": marker, "listener": listener, "before": before, "layer": layer}
+    return {
+        "course": course,
+        "root": course_root,
+        "proc": proc,
+        "cells": cells,
+        "students": students,
+        "token": token,
+        "marker": marker,
+        "listener": listener,
+        "before": before,
+        "layer": layer,
+    }
 
 
 def _row(graded, student, item):
@@ -108,7 +129,7 @@ def test_grading_ran_confined_by_the_layer_asked_for(graded):
 
 def test_every_attempt_scores_zero(graded):
     for student in graded["students"]:
-        for item, (kind, name) in student.expected.items():
+        for item, (_kind, name) in student.expected.items():
             row = _row(graded, student.name, item)
             assert float(row["score"]) == 0, f"{student.name}/{name} earned {row['score']}"
 
@@ -116,6 +137,7 @@ def test_every_attempt_scores_zero(graded):
 def _printed(path: Path) -> list[str]:
     """The lines a notebook's cells printed."""
     import json
+
     lines = []
     for cell in json.loads(path.read_text())["cells"]:
         for output in cell.get("outputs", []):
@@ -174,8 +196,9 @@ def test_the_network_was_cut(graded):
     assert graded["listener"].connections == 0
 
 
-@pytest.mark.parametrize("item", ["scaled_scores", "scaled_dot_product_attention", "split_heads", "concat_heads",
-                                  "to_torch_mha"])
+@pytest.mark.parametrize(
+    "item", ["scaled_scores", "scaled_dot_product_attention", "split_heads", "concat_heads", "to_torch_mha"]
+)
 def test_a_fault_scores_zero_with_its_reason_in_the_feedback(graded, item):
     student = next(s for s in graded["students"] if s.name == "faulty")
     row = _row(graded, "faulty", item)
@@ -186,13 +209,16 @@ def test_a_fault_scores_zero_with_its_reason_in_the_feedback(graded, item):
 
 
 def test_what_a_fault_did_not_break_keeps_its_marks(graded):
-    broken = {graded["course"].item(i).test_cell for i in next(s for s in graded["students"] if s.name == "faulty").expected}
+    broken = {
+        graded["course"].item(i).test_cell for i in next(s for s in graded["students"] if s.name == "faulty").expected
+    }
     kept = {k[1]: r for k, r in graded["cells"].items() if k[0] == "faulty" and k[1] not in broken}
     assert kept and all(r["score"] == r["max_score"] for r in kept.values()), kept
 
 
 def test_nothing_is_left_for_manual_grading(graded):
     from nbgrader.api import Gradebook
+
     with Gradebook(f"sqlite:///{graded['root'] / 'gradebook.db'}") as gradebook:
         for sub in gradebook.assignment_submissions("attention"):
             assert not sub.needs_manual_grade, sub.student.id

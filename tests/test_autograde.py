@@ -7,13 +7,14 @@ the source notebooks (solutions included; nbgrader restores the test cells itsel
 full marks with nothing left for manual grading. `nbgrader validate` is not used: it exits 0
 even when a notebook fails.
 """
+
 from __future__ import annotations
 
 import shutil
 
 import pytest
-
 from conftest import copy_course, describe, run
+
 from grading.manifest import load
 
 pytestmark = pytest.mark.slow
@@ -29,11 +30,13 @@ def graded(tmp_path_factory):
     for edition in course.editions:
         proc = run(["nbgrader", "generate_assignment", edition.assignment, "--force"], cwd=root)
         assert proc.returncode == 0, describe(proc)
-        for student, folder in ((f"blank_{edition.name}", course.release_dir(edition.name)),
-                                (f"solutions_{edition.name}", course.source_dir(edition.name))):
+        for student, folder in (
+            (f"blank_{edition.name}", course.release_dir(edition.name)),
+            (f"solutions_{edition.name}", course.source_dir(edition.name)),
+        ):
             submitted = root / "submitted" / student / edition.assignment
-            shutil.copytree(course.release_dir(edition.name), submitted)   # the whole folder they were given
-            for nb in folder.glob("*.ipynb"):                               # ... with their answers
+            shutil.copytree(course.release_dir(edition.name), submitted)  # the whole folder they were given
+            for nb in folder.glob("*.ipynb"):  # ... with their answers
                 shutil.copy2(nb, submitted / nb.name)
     for edition in course.editions:
         proc = run(["nbgrader", "autograde", edition.assignment, "--force"], cwd=root, timeout=1800)
@@ -44,6 +47,7 @@ def graded(tmp_path_factory):
 def grades_of(root, assignment: str, student: str):
     """[(notebook, cell, score, max score, needs manual grade)] and whether the submission needs any."""
     from nbgrader.api import Gradebook
+
     rows = []
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         submission = gb.find_submission(assignment, student)

@@ -1,5 +1,6 @@
 """Binder and the pins: every group of pyproject.toml is pinned in requirements.txt, and Binder
 installs the students' group only; its environment is built from binder/ alone and runs the course."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
+
 from grading.manifest import load
 
 DEV_ONLY = ("pytest", "pytest-xdist", "nbval", "playwright", "ruff", "pre-commit", "nbdime", "coverage")
@@ -41,6 +42,7 @@ def groups() -> dict[str, dict[str, str]]:
                 package, _, version = entry.partition("==")
                 found[package.lower().replace("_", "-")] = version
         return found
+
     return {name: expand(name) for name in data}
 
 
@@ -49,7 +51,9 @@ def test_every_group_is_pinned_exactly_and_requirements_txt_pins_them_all():
     for name, packages in groups().items():
         for package, version in packages.items():
             assert version, f"group {name}: {package} has no exact pin"
-            assert ours.get(package) == version, f"requirements.txt pins {package}=={ours.get(package)}, {name} says {version}"
+            assert ours.get(package) == version, (
+                f"requirements.txt pins {package}=={ours.get(package)}, {name} says {version}"
+            )
     assert ours["torch"] == "2.13.0"
 
 
@@ -87,24 +91,41 @@ def test_binders_environment_built_from_binder_alone_runs_every_released_noteboo
     """pip installs binder/requirements.txt into a fresh virtual environment (what repo2docker runs),
     then that environment's kernel runs every released notebook with the source solutions in it."""
     venv = tmp_path / "binder-venv"
-    subprocess.run([sys.executable.replace(sys.prefix, sys.base_prefix) if sys.base_prefix != sys.prefix
-                    else sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run(
+        [
+            sys.executable.replace(sys.prefix, sys.base_prefix) if sys.base_prefix != sys.prefix else sys.executable,
+            "-m",
+            "venv",
+            str(venv),
+        ],
+        check=True,
+    )
     python = venv / "bin" / "python"
     env = dict(os.environ, PIP_RETRIES="0", PIP_TIMEOUT="5", PIP_DISABLE_PIP_VERSION_CHECK="1")
-    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", str(REPO / "binder" / "requirements.txt")],
-                          capture_output=True, text=True, env=env, timeout=1200)
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "-r", str(REPO / "binder" / "requirements.txt")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     course = load()
     script = tmp_path / "run.py"
     script.write_text(RUN_NOTEBOOKS)
     folders = {e.name: (str(course.release_dir(e.name)), str(course.source_dir(e.name))) for e in course.editions}
-    proc = subprocess.run([str(python), str(script), json.dumps(folders), str(tmp_path / "work")],
-                          capture_output=True, text=True, timeout=1200, env=dict(os.environ, MPLBACKEND="Agg"))
+    proc = subprocess.run(
+        [str(python), str(script), json.dumps(folders), str(tmp_path / "work")],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=dict(os.environ, MPLBACKEND="Agg"),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "ran" in proc.stdout
 
 
-RUN_NOTEBOOKS = r'''
+RUN_NOTEBOOKS = r"""
 import json, shutil, sys
 from pathlib import Path
 import nbformat
@@ -126,4 +147,4 @@ for edition, (release, source) in folders.items():
         errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors, (edition, path.name, errors[0].get("ename"), errors[0].get("evalue"))
         print("ran", edition, path.name)
-'''
+"""

@@ -7,6 +7,7 @@ pop-up, nbgrader's Validate button and assignment list kept; and the Chinese lin
 opening the Chinese start page in a Chinese JupyterLab. Screenshots go to build/screenshots/.
 The course is served from a copy, so nothing the browser does touches the working tree.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -15,9 +16,9 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from browser import SHOTS, TOKEN, browser_page, jupyterlab
 from conftest import COPY_IGNORE, REPO
+
 from grading.manifest import load
 
 pytestmark = pytest.mark.slow
@@ -67,11 +68,16 @@ def page():
 
 def _open(page, url: str) -> None:
     page.goto(url)
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
-                           "&& window.jupyterapp.shell.currentWidget.sessionContext", timeout=120_000)
-    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session "
-                           "&& window.jupyterapp.shell.currentWidget.sessionContext.kernelDisplayStatus === 'idle'",
-                           timeout=120_000)
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
+        "&& window.jupyterapp.shell.currentWidget.sessionContext",
+        timeout=120_000,
+    )
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session "
+        "&& window.jupyterapp.shell.currentWidget.sessionContext.kernelDisplayStatus === 'idle'",
+        timeout=120_000,
+    )
 
 
 def _wait_until_idle(page, timeout: float = 240) -> None:
@@ -79,7 +85,7 @@ def _wait_until_idle(page, timeout: float = 240) -> None:
     deadline = time.time() + timeout
     while page.evaluate(BUSY_JS):
         if time.time() > deadline:
-            raise AssertionError("the notebook was still running after %d s" % timeout)
+            raise AssertionError(f"the notebook was still running after {timeout:.0f} s")
         page.wait_for_timeout(250)
 
 
@@ -146,9 +152,15 @@ def test_a_students_jupyterlab_has_no_instructor_tools_and_no_news_popup(student
     page.screenshot(path=str(SHOTS / "student_lab.png"))
     assert _status(f"{student_lab}/formgrader?token={TOKEN}") == 404
     plugins = page.evaluate("() => [...window.jupyterapp.listPlugins()]")
-    activated = page.evaluate("() => window.jupyterapp.listPlugins().filter(p => window.jupyterapp.isPluginActivated(p))")
-    for hidden in ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
-                   "@jupyter/nbgrader:course-list", "@jupyterlab/apputils-extension:announcements"):
+    activated = page.evaluate(
+        "() => window.jupyterapp.listPlugins().filter(p => window.jupyterapp.isPluginActivated(p))"
+    )
+    for hidden in (
+        "@jupyter/nbgrader:formgrader",
+        "@jupyter/nbgrader:create-assignment",
+        "@jupyter/nbgrader:course-list",
+        "@jupyterlab/apputils-extension:announcements",
+    ):
         assert hidden not in activated, f"{hidden} is active in the students' JupyterLab"
     for kept in ("@jupyter/nbgrader:validate-assignment", "@jupyter/nbgrader:assignment-list"):
         assert kept in plugins and kept in activated, f"{kept} should be there for students"

@@ -1,4 +1,5 @@
 """The files behind the released checks are what the manifest and the source solutions make."""
+
 from __future__ import annotations
 
 from grading.build import check_cases
@@ -33,6 +34,7 @@ def test_the_case_file_holds_visible_cases_with_results_and_nothing_hidden():
 
 def test_the_student_view_holds_no_solution_answer_or_alternative():
     from grading.reference import solution_lines
+
     text = COURSE_FILE.read_text()
     assert '"answer"' not in text and "alternatives" not in text and "edits" not in text
     for item in COURSE.exercises():

@@ -1,4 +1,5 @@
 """The released checks: right answers pass, known wrong answers fail and are named."""
+
 from __future__ import annotations
 
 import pytest
@@ -104,8 +105,10 @@ def test_right_answers_in_other_styles_pass(item, source):
 
 def test_the_built_in_does_not_count_for_attention():
     item = COURSE.item("scaled_dot_product_attention")
-    source = ("def scaled_dot_product_attention(q, k, v, mask=None):\n"
-              "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None\n")
+    source = (
+        "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None\n"
+    )
     assert "built-in earns no marks" in failure(item.name, define(COURSE, item, source))
 
 
@@ -126,6 +129,7 @@ def test_an_unknown_name_lists_the_known_ones():
 
 
 # ------------------------------------------------------------------ multiple-choice questions
+
 
 @pytest.mark.parametrize("item", COURSE.questions(), ids=lambda i: i.name)
 def test_a_question_accepts_only_its_right_option(item, capsys):

@@ -6,6 +6,7 @@ probe says is unavailable is skipped, except under CI=true, where an unavailable
 "bwrap" fails. Each snippet reports what it tried as JSON; every test also checks that the snippet
 really ran, so that no test passes because nothing ran.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,7 +32,7 @@ ROOT = os.geteuid() == 0
 SETS = [["landlock"], ["bwrap"]] + ([["bwrap", "landlock", "user"]] if ROOT else [])
 CI = os.environ.get("CI") == "true"
 
-PRELUDE = r'''
+PRELUDE = r"""
 import ctypes, errno, json, os, signal, socket, sys, time
 R = {"ran": True}
 open("ran.marker", "w").write("ran")
@@ -66,7 +67,7 @@ def cfail(result):
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
     return result
-'''
+"""
 
 
 def _check_set(layer_set: list[str]) -> list[str]:
@@ -104,8 +105,12 @@ class Box:
         (self.ro / "planted.txt").write_text("planted in ro")
         (self.outside / "canary.txt").write_text("CANARY-" + uuid.uuid4().hex)
         (self.outside / "planted.txt").write_text("planted outside")
-        for f in (self.ro / "allowed.txt", self.ro / "planted.txt", self.outside / "canary.txt",
-                  self.outside / "planted.txt"):
+        for f in (
+            self.ro / "allowed.txt",
+            self.ro / "planted.txt",
+            self.outside / "canary.txt",
+            self.outside / "planted.txt",
+        ):
             f.chmod(0o644)
         self.sup_pid_file = self.scratch / "sup.pid"
 
@@ -114,17 +119,26 @@ class Box:
         for d in (self.ro, self.outside):
             for f in sorted(d.iterdir()):
                 st = f.stat()
-                out[str(f)] = (hashlib.sha256(f.read_bytes()).hexdigest(), st.st_mode, st.st_uid,
-                               st.st_mtime_ns)
+                out[str(f)] = (hashlib.sha256(f.read_bytes()).hexdigest(), st.st_mode, st.st_uid, st.st_mtime_ns)
         return out
 
     def policy(self, **overrides) -> Policy:
-        env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(self.scratch),
-               "TMPDIR": str(self.scratch), "MPLCONFIGDIR": str(self.scratch), "MPLBACKEND": "Agg",
-               "SUP_PID_FILE": str(self.sup_pid_file)}
-        fields = {"read": confine.default_read_paths() + [str(self.ro)],
-                  "write": [str(self.scratch)], "cwd": str(self.scratch), "env": env,
-                  "layers": list(self.layers), "max_processes": 32}
+        env = {
+            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+            "HOME": str(self.scratch),
+            "TMPDIR": str(self.scratch),
+            "MPLCONFIGDIR": str(self.scratch),
+            "MPLBACKEND": "Agg",
+            "SUP_PID_FILE": str(self.sup_pid_file),
+        }
+        fields = {
+            "read": confine.default_read_paths() + [str(self.ro)],
+            "write": [str(self.scratch)],
+            "cwd": str(self.scratch),
+            "env": env,
+            "layers": list(self.layers),
+            "max_processes": 32,
+        }
         fields.update(overrides)
         return Policy(**fields)
 
@@ -132,10 +146,12 @@ class Box:
         script = self.scratch / "snippet.py"
         script.write_text(PRELUDE + code)
         script.chmod(0o644)
-        cmd = confine.command(policy or self.policy(), [sys.executable, str(script), *args],
-                              str(self.base / "policy.json"))
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                stdin=subprocess.DEVNULL, **popen)
+        cmd = confine.command(
+            policy or self.policy(), [sys.executable, str(script), *args], str(self.base / "policy.json")
+        )
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, **popen
+        )
         self.sup_pid_file.write_text(f"{proc.pid}\n")
         return proc
 
@@ -148,7 +164,7 @@ class Box:
             out, err = proc.communicate()
             pytest.fail(f"timed out: {out}\n{err}")
         results = [line for line in out.splitlines() if line.startswith("RESULT ")]
-        result = json.loads(results[-1][len("RESULT "):]) if results else {}
+        result = json.loads(results[-1][len("RESULT ") :]) if results else {}
         return proc.returncode, result, out, err
 
     def ran(self) -> bool:
@@ -162,8 +178,7 @@ def box(tmp_path, layers):
 
 def leftovers(token: str) -> list[psutil.Process]:
     """Processes whose command line contains ``token``."""
-    return [p for p in psutil.process_iter(["cmdline"])
-            if token in " ".join(p.info["cmdline"] or [])]
+    return [p for p in psutil.process_iter(["cmdline"]) if token in " ".join(p.info["cmdline"] or [])]
 
 
 def failed(result, name) -> bool:
@@ -172,7 +187,7 @@ def failed(result, name) -> bool:
 
 def test_reads(box):
     canary = box.outside / "canary.txt"
-    code = f'''
+    code = f"""
 attempt("canary", lambda: open({str(canary)!r}).read())
 attempt("list_outside", lambda: os.listdir({str(box.outside)!r}))
 attempt("allowed", lambda: open({str(box.ro / "allowed.txt")!r}).read())
@@ -187,7 +202,7 @@ attempt("list_work", lambda: os.listdir("/work"))
 attempt("proc_self", lambda: open("/proc/self/status").read(10))
 attempt("devnull", lambda: open("/dev/null", "w").write("x"))
 done()
-'''
+"""
     rc, r, out, err = box.run(code)
     assert rc == 0 and r.get("ran"), (out, err)
     assert r["allowed"] == ["ok", repr("allowed content")]
@@ -197,25 +212,30 @@ done()
     assert canary.read_text() not in out
     # Under bwrap these directories may exist, holding only the parents of its bind mounts.
     mounts = box.policy().read + box.policy().write
-    for name, d in (("list_root", "/root"), ("list_tmp", "/tmp"), ("list_run", "/run"),
-                    ("list_home", "/home"), ("list_work", "/work")):
+    for name, d in (
+        ("list_root", "/root"),
+        ("list_tmp", "/tmp"),
+        ("list_run", "/run"),
+        ("list_home", "/home"),
+        ("list_work", "/work"),
+    ):
         if r[name][0] == "ok":
             assert "bwrap" in box.layers, (name, r[name])
-            skeleton = {m[len(d) + 1:].split("/")[0] for m in mounts if m.startswith(d + "/")}
+            skeleton = {m[len(d) + 1 :].split("/")[0] for m in mounts if m.startswith(d + "/")}
             assert set(eval(r[name][1])) <= skeleton, (name, r[name], skeleton)
         elif d != "/work":
             assert failed(r, name)
 
 
 def test_imports_torch_numpy_matplotlib_ipykernel(box):
-    code = '''
+    code = """
 import numpy, torch, matplotlib
 import matplotlib.pyplot as plt
 import ipykernel.kernelapp, zmq
 plt.plot([1, 2, 3]); plt.savefig("plot.png")
 R["sum"] = float(torch.arange(4.0).sum()) + float(numpy.arange(3).sum())
 done()
-'''
+"""
     rc, r, out, err = box.run(code, timeout=120)
     assert rc == 0 and r.get("ran"), (out, err)
     assert r["sum"] == 9.0
@@ -226,9 +246,13 @@ def test_writes(box):
     before = box.hashes()
     o, ro, s = box.outside, box.ro, box.scratch
     tag = uuid.uuid4().hex
-    stray = {"write_tmp": f"/tmp/confine-test-{tag}", "write_root_fs": f"/confine-test-{tag}",
-             "write_dev": f"/dev/confine-test-{tag}", "write_shm": f"/dev/shm/confine-test-{tag}"}
-    code = f'''
+    stray = {
+        "write_tmp": f"/tmp/confine-test-{tag}",
+        "write_root_fs": f"/confine-test-{tag}",
+        "write_dev": f"/dev/confine-test-{tag}",
+        "write_shm": f"/dev/shm/confine-test-{tag}",
+    }
+    code = f"""
 attempt("write_outside", lambda: open({str(o / "new.txt")!r}, "w").write("x"))
 attempt("delete_outside", lambda: os.remove({str(o / "planted.txt")!r}))
 attempt("append_outside", lambda: open({str(o / "planted.txt")!r}, "a").write("x"))
@@ -251,7 +275,7 @@ attempt("write_proc_sys", lambda: os.close(os.open("/proc/sys/kernel/core_patter
 attempt("write_scratch", lambda: open("ok.txt", "w").write("fine"))
 attempt("mkdir_scratch", lambda: os.makedirs("sub/dir"))
 done()
-'''
+"""
     devnull_mode = os.stat("/dev/null").st_mode
     try:
         rc, r, out, err = box.run(code)
@@ -264,9 +288,24 @@ done()
             pytest.fail("the confined program changed the mode of /dev/null")
         assert escaped == []
     assert rc == 0 and r.get("ran"), (out, err)
-    for name in ("write_outside", "delete_outside", "append_outside", "write_ro", "delete_ro",
-                 "append_ro", "truncate_ro", "chown_ro", "setxattr_ro", "rename_ro", "hardlink_ro",
-                 "write_tmp", "write_root_fs", "write_dev", "write_shm", "write_proc_sys"):
+    for name in (
+        "write_outside",
+        "delete_outside",
+        "append_outside",
+        "write_ro",
+        "delete_ro",
+        "append_ro",
+        "truncate_ro",
+        "chown_ro",
+        "setxattr_ro",
+        "rename_ro",
+        "hardlink_ro",
+        "write_tmp",
+        "write_root_fs",
+        "write_dev",
+        "write_shm",
+        "write_proc_sys",
+    ):
         assert failed(r, name), (name, r[name])
     # A uid-0 child's chmod/utime are ignored (return 0, change nothing); checked by the hashes.
     assert os.stat("/dev/null").st_mode == devnull_mode
@@ -277,7 +316,7 @@ done()
 
 
 def test_signals_ptrace_and_memory(box):
-    code = '''
+    code = """
 SUP = supervisor_pid()
 PARENT = os.getppid()
 R["parent_is_supervisor"] = PARENT == SUP
@@ -294,13 +333,12 @@ attempt("unshare_user", lambda: cfail(libc.unshare(0x10000000)))
 time.sleep(0.3)
 R["still_alive"] = True
 done(7)
-'''
+"""
     rc, r, out, err = box.run(code)
     assert r.get("ran") and r.get("still_alive"), (out, err)
-    assert rc == 7, (out, err)       # the supervisor survived and reports the child's own exit
+    assert rc == 7, (out, err)  # the supervisor survived and reports the child's own exit
     assert "confine:" not in err
-    for name in ("ptrace_supervisor", "mem_supervisor", "environ_supervisor", "kill_supervisor",
-                 "term_supervisor"):
+    for name in ("ptrace_supervisor", "mem_supervisor", "environ_supervisor", "kill_supervisor", "term_supervisor"):
         assert failed(r, name), (name, r[name])
     if r["parent_is_supervisor"]:
         assert failed(r, "ptrace_parent") and failed(r, "kill_parent"), r
@@ -324,7 +362,7 @@ def test_network(box):
     abstract.listen(5)
     abstract.setblocking(False)
     tcp_port, udp_port = listener.getsockname()[1], udp.getsockname()[1]
-    code = f'''
+    code = f"""
 def tcp():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.settimeout(2)
@@ -354,7 +392,7 @@ attempt("netlink", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).
 attempt("unix_here", unix_here)
 attempt("socketpair", lambda: socket.socketpair()[0].close())
 done()
-'''
+"""
     try:
         rc, r, out, err = box.run(code)
         time.sleep(0.1)
@@ -365,7 +403,9 @@ done()
         with pytest.raises(BlockingIOError):
             abstract.accept()
     finally:
-        listener.close(); udp.close(); abstract.close()
+        listener.close()
+        udp.close()
+        abstract.close()
     assert rc == 0 and r.get("ran"), (out, err)
     for name in ("tcp", "abstract", "raw_socket"):
         assert failed(r, name), (name, r[name])
@@ -376,13 +416,13 @@ done()
     if "landlock" in box.layers:
         for name in ("inet_socket", "inet6_socket"):
             assert r[name][:3] == ["err", "PermissionError", 13], (name, r[name])
-        assert r["netlink"][:3] == ["err", "OSError", 95], r["netlink"]     # EOPNOTSUPP, for zmq
+        assert r["netlink"][:3] == ["err", "OSError", 95], r["netlink"]  # EOPNOTSUPP, for zmq
 
 
 def test_setsid_double_fork_is_gone(box):
     token = "confine-sleeper-" + uuid.uuid4().hex
     marker = box.scratch / "late.marker"
-    code = f'''
+    code = f"""
 import subprocess
 if os.fork() == 0:
     os.setsid()
@@ -397,7 +437,7 @@ for _ in range(500):
     time.sleep(0.01)
 R["started"] = os.path.exists("started")
 done()
-'''
+"""
     rc, r, out, err = box.run(code)
     assert rc == 0 and r.get("ran") and r.get("started"), (out, err)
     left = leftovers(token)
@@ -408,7 +448,7 @@ done()
 
 def test_fork_bomb_is_bounded(box):
     token = "confine-bomb-" + uuid.uuid4().hex
-    code = '''
+    code = """
 forked, errors = 0, []
 for i in range(300):
     try:
@@ -426,7 +466,7 @@ if errors:
 sys.stdout.write("RESULT " + json.dumps(R) + "\\n"); sys.stdout.flush()
 time.sleep(5)     # the supervisor's watcher stops the run before this ends
 done()
-'''
+"""
     t0 = time.monotonic()
     rc, r, _out, err = box.run(code, args=[token], policy=box.policy(max_processes=32))
     assert box.ran()
@@ -441,7 +481,7 @@ done()
 
 
 def test_file_size_limit(box):
-    code = '''
+    code = """
 chunk = b"x" * (8 * 2**20)
 written = 0
 try:
@@ -455,15 +495,15 @@ R["written"] = written
 R["size"] = os.path.getsize("big.bin")
 os.remove("big.bin")
 done()
-'''
+"""
     rc, r, out, err = box.run(code, policy=box.policy(max_file_bytes=64 * 2**20))
     assert rc == 0 and r.get("ran"), (out, err)
-    assert r["error"] == 27                       # EFBIG
+    assert r["error"] == 27  # EFBIG
     assert r["size"] <= 64 * 2**20 and r["written"] <= 64 * 2**20
 
 
 def test_scratch_quota(box):
-    code = '''
+    code = """
 chunk = b"y" * 2**20
 for i in range(6):
     with open(f"f{i}.bin", "wb") as f:
@@ -473,10 +513,9 @@ R["wrote"] = True
 sys.stdout.write("RESULT " + json.dumps(R) + "\\n"); sys.stdout.flush()
 time.sleep(10)
 done()
-'''
+"""
     t0 = time.monotonic()
-    rc, r, out, err = box.run(code, policy=box.policy(scratch_bytes=48 * 2**20,
-                                                      max_file_bytes=16 * 2**20))
+    rc, r, out, err = box.run(code, policy=box.policy(scratch_bytes=48 * 2**20, max_file_bytes=16 * 2**20))
     assert r.get("wrote"), (out, err)
     assert rc == confine.EXIT_LIMIT and "confine: limit:" in err, (rc, err)
     assert time.monotonic() - t0 < 8
@@ -490,7 +529,7 @@ def test_exit_status(box):
 
 
 def test_sigint_reaches_the_child_once(box):
-    code = '''
+    code = """
 def on_int(sig, frame):
     with open("int.marker", "a") as f:
         f.write("INT\\n")
@@ -500,7 +539,7 @@ signal.signal(signal.SIGINT, on_int)
 open("ready", "w").write("1")
 time.sleep(20)
 done(1)
-'''
+"""
     # As jupyter_client starts a kernel: a new session; an interrupt goes to the process group.
     proc = box.start(code, start_new_session=True)
     try:
@@ -534,11 +573,11 @@ def test_run_timeout_kills_the_tree(box):
 def test_sigterm_ignored_then_tree_killed(tmp_path, strongest):
     """SIGTERM is forwarded; a child that ignores it is killed after the grace period."""
     box = Box(tmp_path, strongest)
-    code = '''
+    code = """
 signal.signal(signal.SIGTERM, lambda *a: open("term.marker", "a").write("TERM\\n"))
 open("ready", "w").write("1")
 time.sleep(30)
-'''
+"""
     proc = box.start(code)
     for _ in range(1000):
         if (box.scratch / "ready").exists():
@@ -554,8 +593,10 @@ time.sleep(30)
 
 def test_unavailable_layer_fails_closed(box):
     code = "done()"
-    cases = [(box.policy(layers=box.layers + ["selinux"]), "confine: selinux: "),
-             (box.policy(max_open_files=2**40), "confine: setup: ")]   # refused inside the child
+    cases = [
+        (box.policy(layers=box.layers + ["selinux"]), "confine: selinux: "),
+        (box.policy(max_open_files=2**40), "confine: setup: "),
+    ]  # refused inside the child
     if "bwrap" in box.layers:
         cases.append((box.policy(cwd=str(box.outside)), "confine: bwrap: "))
     if "user" in box.layers:
@@ -574,8 +615,9 @@ def test_probe_and_cli():
     assert all(v is None or isinstance(v, str) for v in found.values())
     if not ROOT:
         assert found["user"] == "user: only when grading runs as root"
-    out = subprocess.run([sys.executable, "-I", confine.SCRIPT, "probe"], capture_output=True,
-                         text=True, timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-I", confine.SCRIPT, "probe"], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     assert json.loads(out) == found
 
 
@@ -592,13 +634,23 @@ def test_jupyter_kernel_over_ipc(tmp_path, strongest):
 
     box = Box(tmp_path, strongest)
     s = str(box.scratch)
-    policy = box.policy(env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": s,
-                             "TMPDIR": s, "MPLCONFIGDIR": s, "IPYTHONDIR": f"{s}/.ipython",
-                             "JUPYTER_RUNTIME_DIR": s, "JUPYTER_DATA_DIR": s,
-                             "JUPYTER_CONFIG_DIR": s, "MPLBACKEND": "Agg"},
-                        max_processes=64)
-    argv = confine.command(policy, [sys.executable, "-m", "ipykernel_launcher", "-f",
-                                    "{connection_file}"], str(tmp_path / "policy.json"))
+    policy = box.policy(
+        env={
+            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+            "HOME": s,
+            "TMPDIR": s,
+            "MPLCONFIGDIR": s,
+            "IPYTHONDIR": f"{s}/.ipython",
+            "JUPYTER_RUNTIME_DIR": s,
+            "JUPYTER_DATA_DIR": s,
+            "JUPYTER_CONFIG_DIR": s,
+            "MPLBACKEND": "Agg",
+        },
+        max_processes=64,
+    )
+    argv = confine.command(
+        policy, [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"], str(tmp_path / "policy.json")
+    )
     km = KernelManager(transport="ipc", ip=f"{s}/kernel", connection_file=f"{s}/kernel.json")
     km._kernel_spec = KernelSpec(argv=argv, display_name="confined", language="python")
     km.start_kernel()
@@ -613,7 +665,9 @@ def test_jupyter_kernel_over_ipc(tmp_path, strongest):
             "try:\n    socket.create_connection(('127.0.0.1', 1), timeout=1); net = 'open'\n"
             "except OSError as e:\n    net = type(e).__name__\n"
             "print(os.getuid() != 0, net, 6 * 7)",
-            timeout=60, output_hook=outputs.append)
+            timeout=60,
+            output_hook=outputs.append,
+        )
         assert reply["content"]["status"] == "ok"
         text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
         assert text.split()[0] == ("True" if "user" in strongest else text.split()[0])

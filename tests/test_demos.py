@@ -1,4 +1,5 @@
 """The numbers behind the demos say what the notebooks claim."""
+
 from __future__ import annotations
 
 import math
@@ -41,15 +42,23 @@ def test_toy_sentence_gives_equal_words_equal_embeddings():
 def test_attempt_turns_a_missing_implementation_into_one_sentence(capsys):
     def stub(*args):
         raise NotImplementedError()
+
     assert demos.attempt("raw_scores", stub, 1) is None
-    assert capsys.readouterr().out.strip() == ("This demo uses your `raw_scores`. "
-                                               "Implement `raw_scores` above first, then run this cell again.")
+    assert capsys.readouterr().out.strip() == (
+        "This demo uses your `raw_scores`. Implement `raw_scores` above first, then run this cell again."
+    )
     assert demos.attempt("raw_scores", lambda a: a + 1, 1) == 2
 
 
 def test_case_file_round_trip_is_exact_and_deterministic(tmp_path):
-    case = Case("raw_scores", "demo", {"q": torch.randn(2, 3), "k": torch.randn(4, 3)}, params={"n": 1},
-                expected=(torch.randn(2, 4, dtype=torch.float64),), mistakes={"m": (torch.zeros(2, 4),)})
+    case = Case(
+        "raw_scores",
+        "demo",
+        {"q": torch.randn(2, 3), "k": torch.randn(4, 3)},
+        params={"n": 1},
+        expected=(torch.randn(2, 4, dtype=torch.float64),),
+        mistakes={"m": (torch.zeros(2, 4),)},
+    )
     save_cases([case], tmp_path / "a.npz")
     save_cases([case], tmp_path / "b.npz")
     assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
@@ -68,6 +77,7 @@ def test_being_graded_follows_nbgrader_execution(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- notebooks 01-06
+
 
 def test_a_default_linear_layer_gives_about_a_third_of_the_input_variance():
     assert demos.linear_output_variance(256) == pytest.approx(1 / 3, abs=0.03)
@@ -93,8 +103,11 @@ def test_step_prints_the_shape_and_passes_on_only_right_results(capsys):
 
 def test_load_function_reads_another_notebook_or_says_why_not(tmp_path, monkeypatch, capsys):
     import nbformat
+
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("def double(x):\n    return 2 * x\n\ndef stub(x):\n    raise NotImplementedError()\n")]
+    nb.cells = [
+        nbformat.v4.new_code_cell("def double(x):\n    return 2 * x\n\ndef stub(x):\n    raise NotImplementedError()\n")
+    ]
     nbformat.write(nb, tmp_path / "other.ipynb")
     monkeypatch.chdir(tmp_path)
     assert demos.load_function("other.ipynb", "double", probe=(2,))(3) == 6
@@ -108,6 +121,7 @@ def test_load_function_reads_another_notebook_or_says_why_not(tmp_path, monkeypa
 def _reference_mha():
     from grading.manifest import load
     from grading.reference import reference
+
     course = load()
     return reference(course, course.item("MultiHeadAttention"))
 
@@ -145,8 +159,18 @@ def test_toy_head_names_name_every_head():
 
 # ----------------------------------------------------------------------------- translatable text
 
-STUDENT_FACING_CALLS = {"print", "set_title", "set_xlabel", "set_ylabel", "suptitle", "supxlabel", "supylabel",
-                        "MissingImplementation", "ValueError", "passed"}
+STUDENT_FACING_CALLS = {
+    "print",
+    "set_title",
+    "set_xlabel",
+    "set_ylabel",
+    "suptitle",
+    "supxlabel",
+    "supylabel",
+    "MissingImplementation",
+    "ValueError",
+    "passed",
+}
 STUDENT_FACING_KEYWORDS = {"label", "description", "title", "suptitle", "limit_label"}
 HELPER_MODULES = ["demos", "plots", "dk_lab", "heads_lab", "trained_heads", "positions"]
 
@@ -154,6 +178,7 @@ HELPER_MODULES = ["demos", "plots", "dk_lab", "heads_lab", "trained_heads", "pos
 def _has_words(node) -> bool:
     """A string constant, or an f-string with literal text, that contains letters."""
     import ast
+
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return any(c.isalpha() for c in node.value)
     if isinstance(node, ast.JoinedStr):
@@ -166,6 +191,7 @@ def _has_words(node) -> bool:
 def bare_strings(source: str) -> list[str]:
     """Student-facing texts in `source` that are not wrapped in _()."""
     import ast
+
     found = []
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.Call):
@@ -179,13 +205,18 @@ def bare_strings(source: str) -> list[str]:
 
 def test_the_scanner_finds_bare_strings():
     assert bare_strings('print("hello")\nax.set_title(f"head {h}")\nplot(label="x")') == [
-        "'hello'", "f'head {h}'", "'x'"]
+        "'hello'",
+        "f'head {h}'",
+        "'x'",
+    ]
     assert bare_strings('print(_("hello"))\nprint(f"{a}: {b}")\nax.set_title(_("h {h}").format(h=1))') == []
 
 
 @pytest.mark.parametrize("module", HELPER_MODULES)
 def test_every_student_facing_text_of_the_helpers_is_translatable(module):
     from pathlib import Path
+
     import helpers
+
     source = (Path(helpers.__file__).parent / f"{module}.py").read_text(encoding="utf-8")
     assert bare_strings(source) == []

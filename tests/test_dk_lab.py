@@ -1,4 +1,5 @@
 """The d_k lab computes what it claims for each slider value, from the student's functions."""
+
 from __future__ import annotations
 
 import math
@@ -9,6 +10,7 @@ import torch
 import grading  # noqa: F401
 from grading.manifest import load
 from grading.reference import reference as solution_of
+from helpers.dk_lab import D_K_VALUES, DkLab, MissingImplementation, dk_numbers, readout_text
 
 COURSE = load()
 
@@ -16,7 +18,6 @@ COURSE = load()
 def reference(name: str):
     """The instructor's solution of an exercise, from its source notebook."""
     return solution_of(COURSE, COURSE.item(name))
-from helpers.dk_lab import D_K_VALUES, DkLab, MissingImplementation, dk_numbers, readout_text
 
 
 def test_unscaled_scores_spread_like_sqrt_d_k_and_the_softmax_collapses():
@@ -36,8 +37,9 @@ def test_scaled_numbers_stay_steady_across_d_k():
 
 def test_the_student_functions_are_used_and_agree_with_torch():
     by_torch = dk_numbers(64, scaled=True)
-    by_student = dk_numbers(64, scaled=True, raw_scores=reference("raw_scores"),
-                            scaled_scores=reference("scaled_scores"))
+    by_student = dk_numbers(
+        64, scaled=True, raw_scores=reference("raw_scores"), scaled_scores=reference("scaled_scores")
+    )
     by_attention = dk_numbers(64, scaled=True, attention=reference("scaled_dot_product_attention"))
     assert by_student.source == "your scaled_scores" and by_attention.source.startswith("your")
     assert torch.allclose(by_student.weights, by_torch.weights, atol=1e-6)
@@ -50,6 +52,7 @@ def test_the_student_functions_are_used_and_agree_with_torch():
 def test_a_missing_exercise_gives_one_sentence_not_a_traceback():
     def stub(q, k):
         raise NotImplementedError()
+
     with pytest.raises(MissingImplementation, match="Implement `raw_scores` above first"):
         dk_numbers(16, scaled=False, raw_scores=stub)
     lab = DkLab(raw_scores=stub)

@@ -1,5 +1,6 @@
 """The Chinese edition: complete, in step with the English source, generated (never edited by
 hand), saying the same things with the same placeholders, and drawing Chinese in its plots."""
+
 from __future__ import annotations
 
 import re
@@ -9,8 +10,16 @@ import warnings
 import nbformat
 import pytest
 
-from grading.edition import (_code_skeleton, catalogue_dir, cell_units, compile_messages, merged, problems,
-                             read_catalogue, translate_notebook)
+from grading.edition import (
+    _code_skeleton,
+    catalogue_dir,
+    cell_units,
+    compile_messages,
+    merged,
+    problems,
+    read_catalogue,
+    translate_notebook,
+)
 from grading.manifest import load
 
 COURSE = load()
@@ -26,6 +35,7 @@ def test_every_unit_is_translated_and_none_is_stale(edition):
 def test_changing_one_english_sentence_makes_its_translation_stale(tmp_path):
     """The stale-translation check can fail: edit one markdown cell of a copy of the course."""
     import shutil
+
     for name in ("course.toml", "nbgrader_config.py"):
         shutil.copy(COURSE.root / name, tmp_path / name)
     shutil.copytree(COURSE.root / "source" / "attention", tmp_path / "source" / "attention")
@@ -49,8 +59,9 @@ def test_the_edition_is_generated_from_the_catalogue(edition):
     for notebook in COURSE.notebooks:
         want = translate_notebook(COURSE, notebook, catalog)
         have = nbformat.read(COURSE.source_notebook(notebook, edition.name), as_version=4)
-        assert [(c.cell_type, c.source) for c in have.cells] == [(c.cell_type, c.source) for c in want.cells], \
+        assert [(c.cell_type, c.source) for c in have.cells] == [(c.cell_type, c.source) for c in want.cells], (
             f"{notebook}: source/{edition.assignment} differs from the catalogue; run make outputs"
+        )
     english, helpers = COURSE.source_dir() / "helpers", COURSE.source_dir(edition.name) / "helpers"
     for path in english.rglob("*"):
         if path.is_file() and "__pycache__" not in path.parts:
@@ -69,8 +80,11 @@ def test_the_compiled_messages_are_those_of_the_catalogue(edition, tmp_path, mon
 
 
 def _fields(text: str) -> list[str]:
-    return sorted(f"{{{name}{'!' + conv if conv else ''}{':' + spec if spec else ''}}}"
-                  for _, name, spec, conv in string.Formatter().parse(text) if name is not None)
+    return sorted(
+        f"{{{name}{'!' + conv if conv else ''}{':' + spec if spec else ''}}}"
+        for _, name, spec, conv in string.Formatter().parse(text)
+        if name is not None
+    )
 
 
 @pytest.mark.parametrize("edition", OTHERS, ids=lambda e: e.name)
@@ -80,7 +94,7 @@ def test_messages_keep_their_placeholders_and_markup(edition):
         if not message.id or not message.string:
             continue
         if (message.context or "").split("/")[0] in COURSE.notebooks:
-            english, chinese = message.id, message.string   # cells: code spans and math stay
+            english, chinese = message.id, message.string  # cells: code spans and math stay
             for pattern in (r"`[^`\n]+`", r"\$[^$\n]+\$"):
                 missing = set(re.findall(pattern, english)) - set(re.findall(pattern, chinese))
                 if missing:
@@ -113,6 +127,7 @@ def test_every_check_message_speaks_chinese_in_the_chinese_edition():
     from helpers.checks import check
     from helpers.feedback import CheckFailed
     from helpers.i18n import using
+
     with using("zh-CN"):
         with pytest.raises(CheckFailed) as failed:
             check("raw_scores", lambda q, k: q @ k)
@@ -123,18 +138,23 @@ def test_every_check_message_speaks_chinese_in_the_chinese_edition():
 
 def test_plots_draw_chinese_without_missing_glyphs(tmp_path):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from helpers import plots
     from helpers.fonts import use_language_fonts
     from helpers.i18n import using
+
     try:
         with using("zh-CN"), warnings.catch_warnings():
-            warnings.filterwarnings("error", message=".*[Gg]lyph.*")   # "Glyph ... missing from font" fails
+            warnings.filterwarnings("error", message=".*[Gg]lyph.*")  # "Glyph ... missing from font" fails
             assert use_language_fonts() is not None, "no CJK font: apt-get install fonts-noto-cjk"
             import torch
-            plots.attention_heatmap(torch.full((3, 3), 1 / 3), ["小", "猫", "坐"], ["小", "猫", "坐"], title="注意力权重")
+
+            plots.attention_heatmap(
+                torch.full((3, 3), 1 / 3), ["小", "猫", "坐"], ["小", "猫", "坐"], title="注意力权重"
+            )
             plt.gcf().savefig(tmp_path / "zh.png")
     finally:
         plt.close("all")

@@ -11,6 +11,7 @@ The students' nbgrader runs confined as their own user (grading/confine.py, bubb
 on these machines the course's Python lives under /root, which no other account may enter, and
 bubblewrap recreates just that path for them.
 """
+
 from __future__ import annotations
 
 import csv
@@ -23,8 +24,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import REPO, copy_course, describe, run
+
 from grading import confine
 from grading.classroom import wrong_answer
 from grading.manifest import load
@@ -57,8 +58,9 @@ class Term:
         self.exchange.mkdir(mode=0o777)
         self.exchange.chmod(0o1777)
         with open(self.root / "nbgrader_config.py", "a") as config:
-            config.write(f"\nc.Exchange.root = {str(self.exchange)!r}\n"
-                         f"c.LateSubmissionPlugin.penalty_method = 'zero'\n")
+            config.write(
+                f"\nc.Exchange.root = {str(self.exchange)!r}\nc.LateSubmissionPlugin.penalty_method = 'zero'\n"
+            )
         self.course = load(self.root)
 
     def teacher(self, *args, timeout=600) -> subprocess.CompletedProcess:
@@ -72,14 +74,29 @@ class Term:
         config = os.path.join(home, ".jupyter")
         os.makedirs(config, exist_ok=True)
         with open(os.path.join(config, "nbgrader_config.py"), "w") as handle:
-            handle.write(f"c = get_config()\nc.Exchange.root = {str(self.exchange)!r}\n"
-                         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n")
+            handle.write(
+                f"c = get_config()\nc.Exchange.root = {str(self.exchange)!r}\n"
+                f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
+            )
         _give(home, account)
-        env = {"HOME": home, "USER": account.pw_name, "LOGNAME": account.pw_name, "LANG": "C.UTF-8",
-               "PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
-        policy = confine.Policy(read=confine.default_read_paths(sys.executable), write=[home, str(self.exchange)],
-                                cwd=home, env=env, layers=["bwrap", "user"], uid=account.pw_uid, gid=account.pw_gid,
-                                chown_write=False, max_processes=256)
+        env = {
+            "HOME": home,
+            "USER": account.pw_name,
+            "LOGNAME": account.pw_name,
+            "LANG": "C.UTF-8",
+            "PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin",
+        }
+        policy = confine.Policy(
+            read=confine.default_read_paths(sys.executable),
+            write=[home, str(self.exchange)],
+            cwd=home,
+            env=env,
+            layers=["bwrap", "user"],
+            uid=account.pw_uid,
+            gid=account.pw_gid,
+            chown_write=False,
+            max_processes=256,
+        )
         proc = confine.run(policy, [os.path.join(os.path.dirname(sys.executable), "nbgrader"), *args], timeout=300)
         assert proc.returncode == 0, f"{account.pw_name}: nbgrader {' '.join(args)}\n{proc.stdout}\n{proc.stderr}"
         return proc
@@ -98,7 +115,7 @@ def term(tmp_path_factory):
         if os.environ.get("CI") == "true":
             pytest.fail("the exchange round trip needs root (to create the students' accounts) and bubblewrap")
         pytest.skip("needs root or the accounts " + ", ".join(STUDENTS) + ", and bubblewrap")
-    for account in accounts.values():   # a clean home: earlier runs leave fetched assignments
+    for account in accounts.values():  # a clean home: earlier runs leave fetched assignments
         for name in ("attention", ".jupyter"):
             shutil.rmtree(os.path.join(account.pw_dir, name), ignore_errors=True)
     t = Term(tmp_path_factory.mktemp("term"))
@@ -107,17 +124,18 @@ def term(tmp_path_factory):
     for account in (alice, bob):
         t.student(account, "fetch_assignment", "attention")
     course = t.course
-    for account in (alice, bob):   # the students answer in their own copies
+    for account in (alice, bob):  # the students answer in their own copies
         folder = os.path.join(account.pw_dir, "attention")
         for notebook in course.graded_notebooks():
             shutil.copy(course.source_notebook(notebook), os.path.join(folder, f"{notebook}.ipynb"))
-    _write_answer(os.path.join(bob.pw_dir, "attention"), course, "split_heads",
-                  wrong_answer(course, "split_heads", "bare_view"))
+    _write_answer(
+        os.path.join(bob.pw_dir, "attention"), course, "split_heads", wrong_answer(course, "split_heads", "bare_view")
+    )
     _give(alice.pw_dir, alice)
     _give(bob.pw_dir, bob)
     t.student(alice, "submit", "attention")
     time.sleep(1.5)
-    due = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    due = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
     time.sleep(1.5)
     t.student(bob, "submit", "attention")
     t.teacher("db", "assignment", "add", "attention", f"--duedate={due.isoformat()}")
@@ -134,6 +152,7 @@ def term(tmp_path_factory):
 
 def _write_answer(folder, course, item_name, source) -> None:
     import json
+
     item = course.item(item_name)
     path = os.path.join(folder, f"{item.notebook}.ipynb")
     with open(path) as handle:
@@ -147,8 +166,11 @@ def _write_answer(folder, course, item_name, source) -> None:
 
 def _totals(path, score="score") -> dict[str, float]:
     with open(path) as handle:
-        return {r.get("student_id") or r["student"]: float(r[score]) for r in csv.DictReader(handle)
-                if r.get("notebook", "TOTAL") == "TOTAL"}
+        return {
+            r.get("student_id") or r["student"]: float(r[score])
+            for r in csv.DictReader(handle)
+            if r.get("notebook", "TOTAL") == "TOTAL"
+        }
 
 
 def test_the_submissions_are_named_by_the_os_users(term):
@@ -166,10 +188,11 @@ def test_nbgrader_export_gives_the_totals_of_grades_csv(term):
 
 def test_a_late_submission_gets_the_courses_penalty(term):
     from nbgrader.api import Gradebook
+
     with Gradebook(f"sqlite:///{term.root / 'gradebook.db'}") as gradebook:
         alice, bob = (gradebook.find_submission("attention", s) for s in STUDENTS)
         assert alice.total_seconds_late == 0 and bob.total_seconds_late > 0
-        assert bob.late_submission_penalty == bob.score > 0   # "zero": the late notebooks lose every mark
+        assert bob.late_submission_penalty == bob.score > 0  # "zero": the late notebooks lose every mark
     assert _totals(term.root / "grades.csv")["atnbob"] == 0
 
 
@@ -191,6 +214,7 @@ def _rglob(folder):
 
 def test_formgrader_shows_the_trusted_scores_in_a_browser(term):
     from browser import browser_page, jupyterlab
+
     with jupyterlab(term.root, teacher=True) as url, browser_page() as page:
         page.goto(f"{url}/formgrader/manage_students")
         page.wait_for_selector("text=atnalice", timeout=60_000)

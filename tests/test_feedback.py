@@ -1,4 +1,5 @@
 """`helpers.feedback.call_student`: how labs and demos talk about a student's unfinished code."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,8 +22,12 @@ def test_a_stub_asks_for_the_exercise_first():
 def test_another_error_is_named_with_its_message_and_points_to_the_check():
     def broken(x, num_heads):
         raise ValueError("d_model = 12 is not divisible by num_heads = 5")
-    with pytest.raises(MissingImplementation, match=r"^Your `split_heads` raised ValueError: d_model = 12 is not "
-                                                    r"divisible by num_heads = 5\. Its check above says more\.$"):
+
+    with pytest.raises(
+        MissingImplementation,
+        match=r"^Your `split_heads` raised ValueError: d_model = 12 is not "
+        r"divisible by num_heads = 5\. Its check above says more\.$",
+    ):
         call_student("split_heads", broken, None, num_heads=5, then="run this cell again")
 
 

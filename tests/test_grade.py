@@ -2,6 +2,7 @@
 
 The end-to-end behaviour (`make grade` on real classes) is tested in test_grader.py,
 test_attacks.py and test_exchange.py; these tests pin down the small pieces."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,13 @@ from grading.grade import tidy_notebook
 
 
 def _cell(grade_id: str) -> dict:
-    return {"cell_type": "code", "metadata": {"nbgrader": {"grade_id": grade_id, "grade": True}},
-            "source": ["a = 1\n", "b = 2"], "outputs": [], "execution_count": None}
+    return {
+        "cell_type": "code",
+        "metadata": {"nbgrader": {"grade_id": grade_id, "grade": True}},
+        "source": ["a = 1\n", "b = 2"],
+        "outputs": [],
+        "execution_count": None,
+    }
 
 
 def test_tidy_reports_invalid_json_and_leaves_no_copy(tmp_path):
@@ -23,8 +29,12 @@ def test_tidy_reports_invalid_json_and_leaves_no_copy(tmp_path):
 
 
 def test_tidy_drops_the_metadata_of_a_duplicated_grade_cell_and_names_the_kernel(tmp_path):
-    notebook = {"cells": [_cell("test_a"), _cell("test_a"), _cell("test_b")],
-                "metadata": {"kernelspec": {"name": "my-own-env"}}, "nbformat": 4, "nbformat_minor": 5}
+    notebook = {
+        "cells": [_cell("test_a"), _cell("test_a"), _cell("test_b")],
+        "metadata": {"kernelspec": {"name": "my-own-env"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     path = tmp_path / "03.ipynb"
     path.write_text(json.dumps(notebook))
     problems = tidy_notebook(path, tmp_path / "copy.ipynb")

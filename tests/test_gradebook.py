@@ -1,4 +1,5 @@
 """Merging a group's grading into the course gradebook: nbgrader's record, teachers' edits kept."""
+
 from __future__ import annotations
 
 import datetime

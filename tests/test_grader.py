@@ -11,16 +11,17 @@ and checks what a teacher gets: the course gradebook, grades.csv, feedback witho
 The mutation score per item is printed. Every other edition of the course takes part: some
 students submit it, so a class may mix editions.
 """
+
 from __future__ import annotations
 
 import csv
 from collections import defaultdict
 
-import pytest
-
 import attacks
+import pytest
 from conftest import grade_class
-from grading.classroom import submission, wrong_answer, write_submission
+
+from grading.classroom import submission, write_submission, wrong_answer
 from grading.manifest import load
 
 pytestmark = pytest.mark.slow
@@ -43,15 +44,19 @@ def build_class(course_root) -> dict[str, tuple[str, dict[str, str]]]:
         assignment = editions[k % len(editions)]
         edition = course.edition(assignment).name
         answers = {item: wrong_answer(course, item, mistake) for item, mistake in carried.items()}
-        write_submission(course_root, f"mutant{k:02d}",
-                         submission(course, answers, course.graded_notebooks(), edition), assignment)
+        write_submission(
+            course_root, f"mutant{k:02d}", submission(course, answers, course.graded_notebooks(), edition), assignment
+        )
         plan[f"mutant{k:02d}"] = (assignment, carried)
     for i in range(2):
         answers = {item.name: item.alternatives[i] for item in course.items if len(item.alternatives) > i}
         assignment = editions[(i + 1) % len(editions)]
-        write_submission(course_root, f"alternative{i}",
-                         submission(course, answers, course.graded_notebooks(), course.edition(assignment).name),
-                         assignment)
+        write_submission(
+            course_root,
+            f"alternative{i}",
+            submission(course, answers, course.graded_notebooks(), course.edition(assignment).name),
+            assignment,
+        )
         plan[f"alternative{i}"] = (assignment, {})
     for student in attacks.tricks(course):
         write_submission(course_root, student.name, student.build(course), "attention")
@@ -62,8 +67,9 @@ def build_class(course_root) -> dict[str, tuple[str, dict[str, str]]]:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     plan = {}
-    course, cells, output = grade_class(tmp_path_factory.mktemp("grader"), lambda c: plan.update(build_class(c)),
-                                        jobs=2)
+    course, cells, output = grade_class(
+        tmp_path_factory.mktemp("grader"), lambda c: plan.update(build_class(c)), jobs=2
+    )
     return course, plan, cells, output
 
 
@@ -105,7 +111,7 @@ def test_right_answers_in_other_styles_keep_full_marks(graded):
 def test_no_trick_inside_the_kernel_earns_marks(graded, student):
     _, _, cells, _ = graded
     trick = next(s for s in attacks.tricks(COURSE) if s.name == student)
-    for item, (kind, name) in trick.expected.items():
+    for item, (_kind, name) in trick.expected.items():
         row = cells[(student, COURSE.item(item).test_cell)]
         assert float(row["score"]) == 0, f"{name} earned {row['score']}"
 
@@ -130,10 +136,14 @@ def test_feedback_names_the_mistake_and_hides_the_hidden_tests(graded):
 
 def test_the_course_gradebook_holds_every_student_and_equals_grades_csv(graded):
     from nbgrader.api import Gradebook
+
     course, plan, _, _ = graded
     with open(course / "grades.csv") as handle:
-        totals = {(r["student"], r["assignment"]): float(r["score"]) for r in csv.DictReader(handle)
-                  if r["notebook"] == "TOTAL"}
+        totals = {
+            (r["student"], r["assignment"]): float(r["score"])
+            for r in csv.DictReader(handle)
+            if r["notebook"] == "TOTAL"
+        }
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         for student, (assignment, _) in plan.items():
             submission_ = gradebook.find_submission(assignment, student)

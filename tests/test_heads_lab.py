@@ -1,4 +1,5 @@
 """The num_heads lab computes what it claims for each slider value, from the student's code."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,6 +8,7 @@ import torch
 import grading  # noqa: F401
 from grading.manifest import load
 from grading.reference import reference as solution_of
+from helpers.heads_lab import HeadsLab, MissingImplementation, divisors, heads_numbers, mosaic
 
 COURSE = load()
 
@@ -19,7 +21,7 @@ def reference(name: str):
 def notebook_path(name: str):
     """The source notebook that holds an exercise."""
     return COURSE.source_notebook(COURSE.item(name).notebook)
-from helpers.heads_lab import HeadsLab, MissingImplementation, divisors, heads_numbers, mosaic
+
 
 needs_03 = pytest.mark.skipif(not notebook_path("split_heads").exists(), reason="notebook 03 not written yet")
 needs_05 = pytest.mark.skipif(not notebook_path("MultiHeadAttention").exists(), reason="notebook 05 not written yet")
@@ -57,6 +59,7 @@ def test_an_interleaved_split_shows_in_the_feature_strip():
     def interleaved(x, num_heads):
         b, t, d = x.shape
         return x.view(b, t, d // num_heads, num_heads).permute(0, 3, 1, 2)
+
     n = heads_numbers(3, 12, split_heads=interleaved)
     assert n.owner == [f % 3 for f in range(12)]
 
@@ -64,6 +67,7 @@ def test_an_interleaved_split_shows_in_the_feature_strip():
 def test_missing_work_gives_one_sentence():
     def stub(*args):
         raise NotImplementedError()
+
     with pytest.raises(MissingImplementation, match="Implement `split_heads`"):
         heads_numbers(3, 12, split_heads=stub)
     lab = HeadsLab(split_heads=stub)
@@ -74,6 +78,7 @@ def test_moving_the_slider_changes_the_readout_and_the_drawing():
     def split(x, num_heads):
         b, t, d = x.shape
         return x.reshape(b, t, num_heads, d // num_heads).transpose(1, 2)
+
     lab = HeadsLab(split_heads=split, num_heads=3)
     before = (lab.readout.value, lab.image.value)
     lab.slider.value = 6

@@ -1,5 +1,6 @@
 """The Makefile: a fresh clone gets its .venv from `make lab` / `make test`, and `make lab` serves
 JupyterLab on the course's first notebook."""
+
 from __future__ import annotations
 
 import os
@@ -11,7 +12,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from conftest import REPO, describe, run, venv_env
 
 pytestmark = pytest.mark.slow
@@ -32,6 +32,23 @@ def test_fresh_clone_creates_venv(target, tmp_path):
     assert "-m venv" in out and str(venv) in out, describe(proc)
     assert f"{venv}/bin/python -m pip install -r requirements.txt" in out, describe(proc)
     assert not venv.exists(), "make -n created the venv"
+
+
+def test_make_lab_opens_a_students_jupyterlab_on_the_editions_start_page():
+    for edition, start, config in (
+        ("en", START, "binder/jupyter"),
+        ("zh-CN", "notebooks/attention_zh/00_start_here.ipynb", "binder/jupyter-zh-CN"),
+    ):
+        proc = run(["make", "-n", "lab", f"EDITION={edition}"], cwd=REPO, timeout=60)
+        assert proc.returncode == 0, describe(proc)
+        line = next(line for line in proc.stdout.splitlines() if "jupyter lab" in line)
+        assert start in line and config in line and "JUPYTER_CONFIG_PATH=" in line, line
+        assert (REPO / start).is_file()
+
+
+def test_the_editable_install_of_the_grading_tools_comes_with_the_venv(tmp_path):
+    proc = run(["make", "-n", "test", f"VENV={tmp_path / 'venv'}"], cwd=REPO, timeout=60)
+    assert "pip install --no-deps --no-build-isolation -e ." in proc.stdout, describe(proc)
 
 
 def test_requirements_change_reinstalls():
@@ -61,12 +78,19 @@ def test_make_lab_serves_first_notebook(tmp_path):
     assert (REPO / START).is_file(), f"{START} is missing: run make release"
     port = free_port()
     log = tmp_path / "lab.log"
-    lab_args = (f"--no-browser --port={port} --ServerApp.port_retries=0 "
-                f"--IdentityProvider.token=test --ServerApp.ip=127.0.0.1")
+    lab_args = (
+        f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token=test --ServerApp.ip=127.0.0.1"
+    )
     with open(log, "w") as out:
-        proc = subprocess.Popen(["make", "lab", f"LAB_ARGS={lab_args}"], cwd=REPO,
-                                env=venv_env(), stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            ["make", "lab", f"LAB_ARGS={lab_args}"],
+            cwd=REPO,
+            env=venv_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         page = f"http://127.0.0.1:{port}/lab/tree/{SERVED}?token=test"
         status, deadline = None, time.monotonic() + 120
@@ -75,8 +99,7 @@ def test_make_lab_serves_first_notebook(tmp_path):
             if status == 200:
                 break
             time.sleep(0.5)
-        assert status == 200, (f"{page} answered {status}; make lab exited {proc.poll()}\n"
-                               + log.read_text())
+        assert status == 200, f"{page} answered {status}; make lab exited {proc.poll()}\n" + log.read_text()
         api = f"http://127.0.0.1:{port}/api/contents/{SERVED}?token=test"
         assert http_status(api) == 200, log.read_text()
     finally:

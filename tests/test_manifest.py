@@ -1,4 +1,5 @@
 """The manifest (course.toml) agrees with the notebooks, and its cases hide no requirement."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,7 +19,9 @@ def test_each_item_names_real_cells_with_its_points(item):
     answer, test = find_cell(notebook, item.answer_cell), find_cell(notebook, item.test_cell)
     assert answer is not None and is_answer_cell(answer), f"{item.notebook} has no answer cell {item.answer_cell!r}"
     assert test is not None and is_test_cell(test), f"{item.notebook} has no test cell {item.test_cell!r}"
-    assert points(test) == item.points, f"{item.test_cell}: {points(test)} points in the notebook, {item.points} in course.toml"
+    assert points(test) == item.points, (
+        f"{item.test_cell}: {points(test)} points in the notebook, {item.points} in course.toml"
+    )
 
 
 def test_every_graded_cell_of_every_notebook_is_in_the_manifest():
@@ -46,6 +49,7 @@ def test_the_feature_rule_can_fail():
     import torch
 
     from helpers.exercises import Case
+
     visible = features(Case("x", "v", {"q": torch.zeros(2, 3)}))
     hidden = features(Case("x", "h", {"q": torch.zeros(2, 3, dtype=torch.float64)}, hidden=True))
     assert hidden - visible == {("dtype", "float64")}

@@ -1,4 +1,5 @@
 """`grading/nbgrader_cli.py`: nbgrader started faster, with the same results."""
+
 from __future__ import annotations
 
 import sys
@@ -19,12 +20,17 @@ def test_the_script_is_nbgrader_and_its_gradebook_is_nbgraders(tmp_path):
     course.mkdir()
     (course / "nbgrader_config.py").write_text((REPO / "nbgrader_config.py").read_text())
     (course / "source").symlink_to(REPO / "source", target_is_directory=True)
-    run([sys.executable, REPO / "grading" / "nbgrader_cli.py", "generate_assignment", "attention", "--force"],
-               cwd=course, check=True)
+    run(
+        [sys.executable, REPO / "grading" / "nbgrader_cli.py", "generate_assignment", "attention", "--force"],
+        cwd=course,
+        check=True,
+    )
     from nbgrader.api import Gradebook
+
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         notebooks = {n.name for n in gradebook.find_assignment("attention").notebooks}
     assert notebooks == {p.stem for p in (REPO / "source" / "attention").glob("0*.ipynb")}
     import sqlite3
+
     (version,) = sqlite3.connect(course / "gradebook.db").execute("SELECT version_num FROM alembic_version").fetchone()
     assert version == nbgrader_cli.alembic_head()

@@ -1,4 +1,5 @@
 """Reading definitions out of notebooks, and spotting forbidden built-ins."""
+
 from __future__ import annotations
 
 import nbformat
@@ -30,10 +31,12 @@ def test_load_definitions_skips_test_cells_broken_cells_and_reports_errors(tmp_p
     nb = nbformat.v4.new_notebook()
     test_cell = nbformat.v4.new_code_cell("def f():\n    return 'from the test cell'")
     test_cell.metadata["nbgrader"] = {"grade": True, "solution": False}
-    nb.cells = [nbformat.v4.new_code_cell("def f():\n    return 'answer'"),
-                nbformat.v4.new_code_cell("def broken(:"),
-                nbformat.v4.new_code_cell("import not_a_module_anywhere"),
-                test_cell]
+    nb.cells = [
+        nbformat.v4.new_code_cell("def f():\n    return 'answer'"),
+        nbformat.v4.new_code_cell("def broken(:"),
+        nbformat.v4.new_code_cell("import not_a_module_anywhere"),
+        test_cell,
+    ]
     path = tmp_path / "nb.ipynb"
     nbformat.write(nb, path)
     namespace, errors = load_definitions(path)
@@ -44,9 +47,11 @@ def test_load_definitions_skips_test_cells_broken_cells_and_reports_errors(tmp_p
 def test_forbidden_uses_sees_aliases_getattr_and_imports_but_not_docstrings():
     names = ("scaled_dot_product_attention", "MultiheadAttention")
     assert forbidden_uses(CELL, names) == []
-    src = ("import torch.nn.functional as G\nfrom torch.nn import MultiheadAttention as M\n"
-           "def f(q):\n    g = getattr(G, 'scaled_' + 'dot_product_attention')\n"
-           "    return G.scaled_dot_product_attention(q, q, q)\n")
+    src = (
+        "import torch.nn.functional as G\nfrom torch.nn import MultiheadAttention as M\n"
+        "def f(q):\n    g = getattr(G, 'scaled_' + 'dot_product_attention')\n"
+        "    return G.scaled_dot_product_attention(q, q, q)\n"
+    )
     found = forbidden_uses(src, names)
     assert "G.scaled_dot_product_attention" in found
     assert "from torch.nn import MultiheadAttention" in found

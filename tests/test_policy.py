@@ -1,5 +1,6 @@
 """The static policy for exercises that forbid the built-in attention: every way of reaching a
 built-in without writing its name is refused, and right answers in every style pass."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,7 +32,9 @@ TRICKS = {
     "a string naming the built-in": "NAME = 'scaled_dot_product_attention'\n",
     "vars()": "def f():\n    return vars(F)\n",
     "the multi-head built-in": "def f(d):\n    return nn.MultiheadAttention(d, 1)\n",
-    "a class attribute holding a module": "class M:\n    fn = F\n    def f(self):\n        return self.fn.__getattribute__('x')\n",
+    "a class attribute holding a module": (
+        "class M:\n    fn = F\n    def f(self):\n        return self.fn.__getattribute__('x')\n"
+    ),
 }
 
 
@@ -48,9 +51,11 @@ def test_the_reference_and_every_alternative_pass(item):
 
 
 def test_own_layers_may_be_reached_with_getattr_and_setattr():
-    source = ("class M:\n    def __init__(self, d):\n        super().__init__()\n"
-              "        for name in ('W_q', 'W_k'):\n            setattr(self, name, nn.Linear(d, d))\n"
-              "    def forward(self, x):\n        return getattr(self, 'W_q')(x) + self._split(x)\n")
+    source = (
+        "class M:\n    def __init__(self, d):\n        super().__init__()\n"
+        "        for name in ('W_q', 'W_k'):\n            setattr(self, name, nn.Linear(d, d))\n"
+        "    def forward(self, x):\n        return getattr(self, 'W_q')(x) + self._split(x)\n"
+    )
     assert violations([source], COURSE.forbidden) == []
 
 

@@ -1,5 +1,6 @@
 """Notebook 02's section on positions: attention is permutation-equivariant, so word order is
 invisible without position information, and a sinusoidal encoding makes it visible."""
+
 from __future__ import annotations
 
 import math
@@ -34,6 +35,7 @@ def test_the_demo_notices_an_attention_that_sees_positions():
     def position_aware(q, k, v, mask=None):
         out, weights = ATTENTION(q, k, v, mask)
         return out + torch.arange(out.shape[-2], dtype=out.dtype).unsqueeze(-1), weights
+
     assert positions.permutation_demo(position_aware) > 0.5
 
 
@@ -47,5 +49,6 @@ def test_word_order_is_invisible_without_positions_and_visible_with_them(capsys)
 def test_a_missing_function_gives_one_sentence(capsys):
     def stub(*args, **kwargs):
         raise NotImplementedError()
+
     assert positions.permutation_demo(stub) is None and positions.word_order_demo(stub) is None
     assert "Implement `scaled_dot_product_attention`" in capsys.readouterr().out

@@ -1,14 +1,15 @@
 """The contributors' recipe, walked on a copy of the course: add an exercise, run one make target,
 and it is checked, released and graded (CONTRIBUTING.md, "Recipe: add an exercise")."""
+
 from __future__ import annotations
 
 import csv
 
 import nbformat
 import pytest
-
 from conftest import REPO, copy_course, describe, run
-from grading.classroom import submission, wrong_answer, write_submission
+
+from grading.classroom import submission, write_submission, wrong_answer
 from grading.manifest import load
 
 pytestmark = pytest.mark.slow
@@ -19,9 +20,11 @@ ANSWER = '''def double_scores(q, k):
     ### BEGIN SOLUTION
     return 2 * q @ k.transpose(-2, -1)
     ### END SOLUTION'''
-TEST = ('check("double_scores", double_scores)\n### BEGIN HIDDEN TESTS\n'
-        'check("double_scores", double_scores, hidden=True)\n### END HIDDEN TESTS')
-ENTRY = '''
+TEST = (
+    'check("double_scores", double_scores)\n### BEGIN HIDDEN TESTS\n'
+    'check("double_scores", double_scores, hidden=True)\n### END HIDDEN TESTS'
+)
+ENTRY = """
 [[items]]
 name = "double_scores"
 kind = "function"
@@ -51,12 +54,18 @@ hidden = true
 name = "forgot_the_factor"
 sentence = "Multiply the scores by 2."
 edits = [["2 * q @", "q @"]]
-'''
+"""
 
 
 def _meta(grade_id, solution, points=None):
-    meta = {"grade": not solution, "grade_id": grade_id, "locked": not solution, "schema_version": 3,
-            "solution": solution, "task": False}
+    meta = {
+        "grade": not solution,
+        "grade_id": grade_id,
+        "locked": not solution,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if points is not None:
         meta["points"] = points
     return {"nbgrader": meta}
@@ -68,8 +77,10 @@ def course(tmp_path_factory):
     # 1. the cells, at the end of the notebook
     path = root / "source" / "attention" / f"{NOTEBOOK}.ipynb"
     nb = nbformat.read(path, as_version=4)
-    nb.cells += [nbformat.v4.new_code_cell(ANSWER, metadata=_meta("double_scores", True)),
-                 nbformat.v4.new_code_cell(TEST, metadata=_meta("test_double_scores", False, 1))]
+    nb.cells += [
+        nbformat.v4.new_code_cell(ANSWER, metadata=_meta("double_scores", True)),
+        nbformat.v4.new_code_cell(TEST, metadata=_meta("test_double_scores", False, 1)),
+    ]
     nbformat.write(nb, path)
     # 2. the manifest entry
     with open(root / "course.toml", "a") as handle:
@@ -85,7 +96,10 @@ def test_the_new_exercise_is_released_as_a_stub_with_its_visible_cases(course):
     answer = next(c for c in released.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "double_scores")
     assert "raise NotImplementedError()" in answer.source and "2 * q @" not in answer.source
     from helpers.casefile import load_cases
-    cases = [c for c in load_cases(course.release_dir() / "helpers" / "check_cases.npz") if c.exercise == "double_scores"]
+
+    cases = [
+        c for c in load_cases(course.release_dir() / "helpers" / "check_cases.npz") if c.exercise == "double_scores"
+    ]
     assert len(cases) == 2 and all(c.expected for c in cases)
 
 
@@ -98,15 +112,22 @@ def test_the_source_notebook_ran_and_its_check_passed(course):
 def test_the_new_exercise_is_graded(course):
     root = course.root
     write_submission(root, "right", submission(course, {}, [NOTEBOOK]), "attention")
-    write_submission(root, "wrong", submission(course, {"double_scores": wrong_answer(course, "double_scores",
-                                                                                     "forgot_the_factor")},
-                                               [NOTEBOOK]), "attention")
-    proc = run(["make", "grade", f"VENV={REPO / '.venv'}", "GRADE_ARGS=--seed 3 --student right --student wrong"],
-               cwd=root, timeout=1200)
+    write_submission(
+        root,
+        "wrong",
+        submission(course, {"double_scores": wrong_answer(course, "double_scores", "forgot_the_factor")}, [NOTEBOOK]),
+        "attention",
+    )
+    proc = run(
+        ["make", "grade", f"VENV={REPO / '.venv'}", "GRADE_ARGS=--seed 3 --student right --student wrong"],
+        cwd=root,
+        timeout=1200,
+    )
     assert proc.returncode == 0, describe(proc)
     with open(root / "grades_by_cell.csv") as handle:
         rows = {(r["student"], r["cell"]): r for r in csv.DictReader(handle)}
     assert rows[("right", "test_double_scores")]["score"] == "1"
     assert rows[("wrong", "test_double_scores")]["score"] == "0"
     assert "Multiply the scores by 2." in "".join(
-        p.read_text() for p in (root / "feedback" / "wrong" / "attention").glob(f"{NOTEBOOK}.html"))
+        p.read_text() for p in (root / "feedback" / "wrong" / "attention").glob(f"{NOTEBOOK}.html")
+    )

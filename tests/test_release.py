@@ -4,12 +4,13 @@ nbgrader regenerates each edition's release in a private copy of the course; the
 must match it file for file and byte for byte, so nobody can edit a release by hand or forget
 `make release` after changing source/. The release of a question is a line to fill in.
 """
+
 from __future__ import annotations
 
 import nbformat
 import pytest
-
 from conftest import REPO, copy_course, describe, run
+
 from grading.manifest import load
 from helpers.casefile import load_cases
 from helpers.cells import find_cell
@@ -22,8 +23,11 @@ SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints"}
 
 def tree(root) -> dict[str, bytes]:
     """Relative path -> bytes of every file under root, without caches."""
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not SKIP_PARTS.intersection(p.relative_to(root).parts) and p.suffix != ".pyc"}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not SKIP_PARTS.intersection(p.relative_to(root).parts) and p.suffix != ".pyc"
+    }
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +47,9 @@ def test_committed_release_matches_source(generated, edition):
     lines = [f"  missing: {n}" for n in sorted(set(want) - set(have))]
     lines += [f"  not made by nbgrader: {n}" for n in sorted(set(have) - set(want))]
     lines += [f"  differs from source/: {n}" for n in sorted(set(want) & set(have)) if want[n] != have[n]]
-    assert not lines, f"{COURSE.release_dir(edition).relative_to(REPO)} is out of sync; run make release\n" + "\n".join(lines)
+    assert not lines, f"{COURSE.release_dir(edition).relative_to(REPO)} is out of sync; run make release\n" + "\n".join(
+        lines
+    )
 
 
 @pytest.mark.parametrize("edition", EDITIONS)

@@ -3,13 +3,14 @@
 nbval runs in its own pytest process per notebook: the suite's pytest.ini (xdist workers and other
 addopts) does not apply there (``-c /dev/null``). The notebooks come from the manifest.
 """
+
 from __future__ import annotations
 
 import sys
 
 import pytest
-
 from conftest import REPO, describe, run
+
 from grading.manifest import load
 
 pytestmark = pytest.mark.slow
@@ -20,8 +21,27 @@ NOTEBOOKS = [(e.name, nb) for e in COURSE.editions for nb in COURSE.notebooks]
 @pytest.mark.parametrize("edition,notebook", NOTEBOOKS, ids=[f"{e}-{nb}" for e, nb in NOTEBOOKS])
 def test_stored_outputs(edition, notebook):
     path = COURSE.source_notebook(notebook, edition)
-    proc = run([sys.executable, "-m", "pytest", "-c", "/dev/null", "--rootdir", REPO,
-                "-o", "addopts=", "-p", "no:xdist", "-p", "no:cacheprovider",
-                "--color=no", "--nbval", "--nbval-current-env", path.relative_to(REPO)],
-               cwd=REPO, timeout=900)
+    proc = run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-c",
+            "/dev/null",
+            "--rootdir",
+            REPO,
+            "-o",
+            "addopts=",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+            "--color=no",
+            "--nbval",
+            "--nbval-current-env",
+            path.relative_to(REPO),
+        ],
+        cwd=REPO,
+        timeout=900,
+    )
     assert proc.returncode == 0, describe(proc)

@@ -1,5 +1,6 @@
 """`make student-folder`: what students get holds no solution, hidden test, grading code or
 expected result of a hidden case, and is a course a student can start with `make lab`."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,15 @@ def test_it_holds_what_students_need(folder):
         release = folder / "notebooks" / edition.assignment
         assert sorted(p.stem for p in release.glob("*.ipynb")) == sorted(COURSE.notebooks)
         assert (release / "helpers" / "checks.py").exists() and (release / "helpers" / "check_cases.npz").exists()
-    for name in ("README.md", "README.zh-CN.md", "LICENSE", "Makefile", "requirements.txt", "binder/start",
-                 "binder/requirements.txt"):
+    for name in (
+        "README.md",
+        "README.zh-CN.md",
+        "LICENSE",
+        "Makefile",
+        "requirements.txt",
+        "binder/start",
+        "binder/requirements.txt",
+    ):
         assert (folder / name).exists(), name
     assert "make lab" in (folder / "README.md").read_text() and "make lab" in (folder / "README.zh-CN.md").read_text()
 
@@ -38,6 +46,7 @@ def test_the_scan_finds_every_kind_of_leak(folder, tmp_path, leak):
     import shutil
 
     from grading.reference import answer_source
+
     copy = tmp_path / "copy"
     shutil.copytree(folder, copy)
     notebook = copy / "notebooks" / "attention" / "05_output_projection.ipynb"
@@ -52,7 +61,10 @@ def test_the_scan_finds_every_kind_of_leak(folder, tmp_path, leak):
     elif leak == "hidden_case":
         from grading.cases import all_cases
         from helpers.casefile import save_cases
-        save_cases([c for c in all_cases(COURSE) if c.hidden][:2], copy / "notebooks" / "attention" / "helpers" / "x.npz")
+
+        save_cases(
+            [c for c in all_cases(COURSE) if c.hidden][:2], copy / "notebooks" / "attention" / "helpers" / "x.npz"
+        )
     else:
         item = COURSE.questions()[0]
         (copy / "answers.txt").write_text(f'{item.variable} = "{item.answer}"')

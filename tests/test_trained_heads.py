@@ -1,5 +1,6 @@
 """The trained-heads demo (notebook 05): the task needs two relations, two heads learn one each,
 one head learns only one, and the numbers do not depend on how a right class is written."""
+
 from __future__ import annotations
 
 import pytest
@@ -40,9 +41,9 @@ def test_ideal_maps_point_at_the_previous_token_and_at_the_other_copy():
 
 def test_distance_is_zero_for_the_ideal_map_and_one_for_a_disjoint_one():
     seq = th.make_batch(8, torch.Generator().manual_seed(1))
-    ideal = th.ideal_maps(seq)                                   # (n, 2, T, T)
+    ideal = th.ideal_maps(seq)  # (n, 2, T, T)
     exact = ideal[:, [0, 1]].clone()
-    exact[:, 0, 0, 1] = 1.0                                      # row 0 of "previous" is not defined: ignored
+    exact[:, 0, 0, 1] = 1.0  # row 0 of "previous" is not defined: ignored
     d = th.distances(exact, ideal)
     assert d[0, 0] == pytest.approx(0) and d[1, 1] == pytest.approx(0)
     uniform = torch.full_like(exact, 1.0 / th.LENGTH)
@@ -75,8 +76,11 @@ def test_any_right_class_trains_to_the_same_numbers(two_heads):
 
 
 def test_a_missing_class_falls_back_to_the_built_in_with_one_sentence():
-    stub = define(COURSE, MHA, "class MultiHeadAttention(nn.Module):\n    def __init__(self, *a):\n"
-                               "        raise NotImplementedError()\n")
+    stub = define(
+        COURSE,
+        MHA,
+        "class MultiHeadAttention(nn.Module):\n    def __init__(self, *a):\n        raise NotImplementedError()\n",
+    )
     result = th.train(stub, num_heads=2)
     assert "Implement `MultiHeadAttention`" in result.fallback and "nn.MultiheadAttention" in result.fallback
     assert result.source == "nn.MultiheadAttention" and min(result.accuracy) > 0.95
@@ -89,6 +93,7 @@ def test_a_class_returning_wrong_shapes_is_not_trained():
 
 def reference_source_with(old: str, new: str) -> str:
     from grading.reference import answer_source
+
     source = answer_source(COURSE, MHA)
     assert old in source
     return source.replace(old, new)

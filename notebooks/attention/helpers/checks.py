@@ -9,6 +9,7 @@ the result matches a known wrong answer, which mistake it is. For a multiple-cho
 
 `judge` is also what the course's grader uses, on the numbers a submission returns.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,8 +29,8 @@ from .feedback import CheckFailed, explain_error, first_difference, mistake_mess
 from .i18n import _
 from .notebook_code import forbidden_uses
 
-RTOL = ATOL = 1e-5          # float32 results against a float64 reference
-MISTAKE_TOLERANCE = 1e-4    # how close a result must be to a known wrong answer to name it
+RTOL = ATOL = 1e-5  # float32 results against a float64 reference
+MISTAKE_TOLERANCE = 1e-4  # how close a result must be to a known wrong answer to name it
 CHOICE_SALT = "attention-course/"
 
 # Mistakes that the checks name from the way a call fails, for any exercise whose manifest entry
@@ -50,6 +51,7 @@ def cases_for(exercise: str, hidden: bool = False) -> list[Case]:
 
 # ----------------------------------------------------------------------------- judging
 
+
 def scale_of(expected: torch.Tensor) -> float:
     """The size of the numbers in a result: rounding errors of float32 grow with it."""
     finite = expected.detach().double().abs()
@@ -59,8 +61,9 @@ def scale_of(expected: torch.Tensor) -> float:
 
 def _close(a: torch.Tensor, b: torch.Tensor, tol: float = ATOL) -> bool:
     """Equal within `tol`, relative to each value and to the largest value of the result."""
-    return a.shape == b.shape and bool(torch.allclose(a.detach().double(), b.detach().double(),
-                                                      rtol=tol, atol=tol * scale_of(b), equal_nan=True))
+    return a.shape == b.shape and bool(
+        torch.allclose(a.detach().double(), b.detach().double(), rtol=tol, atol=tol * scale_of(b), equal_nan=True)
+    )
 
 
 def recognise_mistake(case: Case, results: tuple) -> str | None:
@@ -90,23 +93,41 @@ def _judge_error(case: Case, outcome: Outcome) -> str:
     kind, text = outcome.error
     inputs = case.describe_inputs()
     if kind == "NotImplementedError":
-        return _("`{name}` is not implemented yet: replace `raise NotImplementedError()` with your code and "
-                 "run its cell again.").format(name=case.exercise)
+        return _(
+            "`{name}` is not implemented yet: replace `raise NotImplementedError()` with your code and "
+            "run its cell again."
+        ).format(name=case.exercise)
     if case.raises:
         if kind == "AssertionError":
-            return _with_mistake(_("For {inputs} it should raise {want}; it raised AssertionError.").format(
-                inputs=inputs, want=case.raises), case, "assert_instead")
+            return _with_mistake(
+                _("For {inputs} it should raise {want}; it raised AssertionError.").format(
+                    inputs=inputs, want=case.raises
+                ),
+                case,
+                "assert_instead",
+            )
         if kind != case.raises:
-            return _with_mistake(_("For {inputs} it should raise {want}; it raised {kind}: {text}").format(
-                inputs=inputs, want=case.raises, kind=kind, text=text), case, "no_value_error")
+            return _with_mistake(
+                _("For {inputs} it should raise {want}; it raised {kind}: {text}").format(
+                    inputs=inputs, want=case.raises, kind=kind, text=text
+                ),
+                case,
+                "no_value_error",
+            )
         numbers = numbers_to_name(case)
         if any(n not in text for n in numbers):
-            return _with_mistake(_("The {kind} says {text!r}; it should name the numbers {numbers}.").format(
-                kind=kind, text=text, numbers=_(" and ").join(numbers)), case, "message_without_numbers")
+            return _with_mistake(
+                _("The {kind} says {text!r}; it should name the numbers {numbers}.").format(
+                    kind=kind, text=text, numbers=_(" and ").join(numbers)
+                ),
+                case,
+                "message_without_numbers",
+            )
         return ""
     hint = explain_error(kind, text)
-    message = _("For {inputs} it raised {kind}: {text}").format(inputs=inputs, kind=kind,
-                                                                text=textwrap.shorten(text, 300))
+    message = _("For {inputs} it raised {kind}: {text}").format(
+        inputs=inputs, kind=kind, text=textwrap.shorten(text, 300)
+    )
     return message + ("\n" + _("Hint:") + " " + hint if hint else "")
 
 
@@ -118,8 +139,13 @@ def judge(case: Case, outcome: Outcome) -> str:
     if outcome.error:
         return _judge_error(case, outcome)
     if case.raises:
-        return _with_mistake(_("For {inputs} it should raise {want}; it returned normally.").format(
-            inputs=case.describe_inputs(), want=case.raises), case, "no_value_error")
+        return _with_mistake(
+            _("For {inputs} it should raise {want}; it returned normally.").format(
+                inputs=case.describe_inputs(), want=case.raises
+            ),
+            case,
+            "no_value_error",
+        )
     results, names = outcome.results, spec["outputs"]
     mistake = recognise_mistake(case, results)
     where = _("For {inputs}").format(inputs=case.describe_inputs())
@@ -129,41 +155,67 @@ def judge(case: Case, outcome: Outcome) -> str:
 
     for name, got, want in zip(names, results, case.expected):
         if not isinstance(got, torch.Tensor):
-            return _with_mistake(_("{where}, {label} should be a torch.Tensor; it is {got}.").format(
-                where=where, label=label(name), got=shape_of(got)), case, mistake)
+            return _with_mistake(
+                _("{where}, {label} should be a torch.Tensor; it is {got}.").format(
+                    where=where, label=label(name), got=shape_of(got)
+                ),
+                case,
+                mistake,
+            )
         if got.shape != want.shape:
-            return _with_mistake(_("{where}, {label} should have shape {want}; it has shape {got}.").format(
-                where=where, label=label(name), want=shape_of(want), got=shape_of(got)), case, mistake)
+            return _with_mistake(
+                _("{where}, {label} should have shape {want}; it has shape {got}.").format(
+                    where=where, label=label(name), want=shape_of(want), got=shape_of(got)
+                ),
+                case,
+                mistake,
+            )
     input_dtype = next(t.dtype for t in case.tensors.values() if t.is_floating_point())
     for name, got, want in zip(names, results, case.expected):
         if got.dtype != input_dtype:
             return _("{where}, {label} is {got} but the inputs are {want}: results keep the input dtype.").format(
-                where=where, label=label(name), got=str(got.dtype)[6:], want=str(input_dtype)[6:])
+                where=where, label=label(name), got=str(got.dtype)[6:], want=str(input_dtype)[6:]
+            )
         if torch.isfinite(want).all() and not torch.isfinite(got).all():
-            return _with_mistake(_("{where}, {label} contains NaN or inf; every value should be finite.").format(
-                where=where, label=label(name)), case, mistake or OVERFLOW_MISTAKE)
+            return _with_mistake(
+                _("{where}, {label} contains NaN or inf; every value should be finite.").format(
+                    where=where, label=label(name)
+                ),
+                case,
+                mistake or OVERFLOW_MISTAKE,
+            )
         if not _close(got, want):
             index = first_difference(got, want, ATOL * scale_of(want), RTOL)
             at = _(" at index {index}").format(index=list(index)) if index else ""
-            return _with_mistake(_("{where}, {label} has wrong values{at}:\n  expected {want}\n  received {got}").format(
-                where=where, label=label(name), at=at, want=preview(want, index), got=preview(got, index)),
-                case, mistake)
+            return _with_mistake(
+                _("{where}, {label} has wrong values{at}:\n  expected {want}\n  received {got}").format(
+                    where=where, label=label(name), at=at, want=preview(want, index), got=preview(got, index)
+                ),
+                case,
+                mistake,
+            )
     masked = spec.get("masked_output")
     if masked and "mask" in case.tensors:
         weights = results[names.index(masked)]
         blocked = ~case.tensors["mask"].bool().expand_as(weights)
         if (weights[blocked] != 0).any():
-            return _with_mistake(_("{where}, {label} where the mask is False should be exactly 0; the largest is "
-                                   "{largest:.3g}.").format(where=where, label=label(masked),
-                                                            largest=weights[blocked].abs().max().item()),
-                                 case, mistake)
+            return _with_mistake(
+                _("{where}, {label} where the mask is False should be exactly 0; the largest is {largest:.3g}.").format(
+                    where=where, label=label(masked), largest=weights[blocked].abs().max().item()
+                ),
+                case,
+                mistake,
+            )
     if outcome.changed_inputs:
-        return _("{where}, your code changed its input {names} in place; compute new tensors and leave the "
-                 "inputs as they were.").format(where=where, names=", ".join(outcome.changed_inputs))
+        return _(
+            "{where}, your code changed its input {names} in place; compute new tensors and leave the "
+            "inputs as they were."
+        ).format(where=where, names=", ".join(outcome.changed_inputs))
     return ""
 
 
 # ----------------------------------------------------------------------------- running
+
 
 def _source_of(obj) -> str:
     try:
@@ -178,8 +230,10 @@ def forbidden_message(name: str, obj) -> str:
     uses = forbidden_uses(_source_of(obj), forbidden, own_name=name) if forbidden else []
     if not uses:
         return ""
-    return _("`{name}` uses {use}: this exercise asks you to write attention yourself, so the built-in earns "
-             "no marks here (you will meet it in notebook 06).").format(name=name, use=uses[0])
+    return _(
+        "`{name}` uses {use}: this exercise asks you to write attention yourself, so the built-in earns "
+        "no marks here (you will meet it in notebook 06)."
+    ).format(name=name, use=uses[0])
 
 
 def run_quietly(obj, case: Case) -> Outcome:
@@ -203,8 +257,11 @@ def _mistake_from_other_cases(obj, others: list[Case]) -> str:
 def _check_exercise(name: str, obj, hidden: bool) -> None:
     what = _("class") if course.is_class(name) else _("function")
     if not (inspect.isclass(obj) if course.is_class(name) else callable(obj)):
-        raise CheckFailed(_("Pass your {what} itself to the check: check({name!r}, {name}); got {got}.").format(
-            what=what, name=name, got=shape_of(obj)))
+        raise CheckFailed(
+            _("Pass your {what} itself to the check: check({name!r}, {name}); got {got}.").format(
+                what=what, name=name, got=shape_of(obj)
+            )
+        )
     problem = forbidden_message(name, obj)
     if problem:
         raise CheckFailed(problem)
@@ -214,7 +271,7 @@ def _check_exercise(name: str, obj, hidden: bool) -> None:
         message = judge(case, outcome)
         if message:
             named = _("Likely mistake:") in message or (outcome.error or ("",))[0] == "NotImplementedError"
-            raise CheckFailed(message + ("" if named else _mistake_from_other_cases(obj, cases[i + 1:])))
+            raise CheckFailed(message + ("" if named else _mistake_from_other_cases(obj, cases[i + 1 :])))
     if not hidden:
         passed(_("`{name}` passed all {count} visible checks.").format(name=name, count=len(cases)))
 
@@ -224,7 +281,7 @@ def choice_digest(name: str, option: str) -> str:
 
 
 def normalise_option(answer) -> str:
-    """"b", " B ", "(B)" and "B." all mean option B."""
+    """ "b", " B ", "(B)" and "B." all mean option B."""
     return str(answer).strip().upper().strip("()\"'. ")
 
 
@@ -233,8 +290,11 @@ def _check_choice(name: str, answer) -> None:
     options = spec["options"]
     option = normalise_option(answer)
     if option not in options:
-        raise CheckFailed(_("Set {variable} to one of {options} (a string such as \"A\"); it is {answer!r}.").format(
-            variable=spec["variable"], options=", ".join(options), answer=answer))
+        raise CheckFailed(
+            _('Set {variable} to one of {options} (a string such as "A"); it is {answer!r}.').format(
+                variable=spec["variable"], options=", ".join(options), answer=answer
+            )
+        )
     if choice_digest(name, option) != spec["digest"]:
         why = spec.get("why_not", {}).get(option, "")
         raise CheckFailed(_("Not {option}.").format(option=option) + (f" {_(why)}" if why else ""))

@@ -3,6 +3,7 @@
 Each function returns plain rows (dicts) that a notebook prints or plots, so the same numbers
 feed tables, figures and, later, the sliders.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,9 +27,8 @@ def score_variance(d_ks, samples: int = 20000, seed: int = 0) -> list[dict]:
     rows = []
     for d_k in d_ks:
         q, k = unit_normal(2, samples, d_k, seed=seed + d_k)
-        scores = (q * k).sum(-1)            # one dot product per sample
-        rows.append({"d_k": d_k, "var_raw": scores.var().item(),
-                     "var_scaled": (scores / math.sqrt(d_k)).var().item()})
+        scores = (q * k).sum(-1)  # one dot product per sample
+        rows.append({"d_k": d_k, "var_raw": scores.var().item(), "var_scaled": (scores / math.sqrt(d_k)).var().item()})
     return rows
 
 
@@ -58,9 +58,14 @@ def softmax_sharpness(d_k: int, scaled: bool, n_keys: int = 8, trials: int = 200
     weights = torch.softmax(scores, dim=-1)
     (weights * readout).sum().backward()
     entropy = -(weights * torch.log2(weights.clamp_min(1e-30))).sum(-1)
-    return {"d_k": d_k, "scaled": scaled, "max_weight": weights.max(-1).values.mean().item(),
-            "entropy_bits": entropy.mean().item(), "grad_norm": scores.grad.norm(dim=-1).mean().item(),
-            "score_std": scores.detach().std().item()}
+    return {
+        "d_k": d_k,
+        "scaled": scaled,
+        "max_weight": weights.max(-1).values.mean().item(),
+        "entropy_bits": entropy.mean().item(),
+        "grad_norm": scores.grad.norm(dim=-1).mean().item(),
+        "score_std": scores.detach().std().item(),
+    }
 
 
 def sharpness_table(d_ks, **kwargs) -> list[dict]:
@@ -68,8 +73,13 @@ def sharpness_table(d_ks, **kwargs) -> list[dict]:
     rows = []
     for d_k in d_ks:
         raw, scaled = softmax_sharpness(d_k, False, **kwargs), softmax_sharpness(d_k, True, **kwargs)
-        rows.append({"d_k": d_k, **{f"{key}_raw": raw[key] for key in ("max_weight", "entropy_bits", "grad_norm")},
-                     **{f"{key}_scaled": scaled[key] for key in ("max_weight", "entropy_bits", "grad_norm")}})
+        rows.append(
+            {
+                "d_k": d_k,
+                **{f"{key}_raw": raw[key] for key in ("max_weight", "entropy_bits", "grad_norm")},
+                **{f"{key}_scaled": scaled[key] for key in ("max_weight", "entropy_bits", "grad_norm")},
+            }
+        )
     return rows
 
 
@@ -111,6 +121,7 @@ def attempt(name: str, fn, *args, **kwargs):
 
 # ----------------------------------------------------------------------------- notebooks 03-06
 
+
 def raises(fn, *args, **kwargs):
     """Call `fn` and print, in one line, the exception it raises (or that it raised none)."""
     try:
@@ -146,10 +157,16 @@ def head_split_rows(d_model: int, heads, seq_len: int) -> list[dict]:
     for num_heads in heads:
         d_head = d_model // num_heads
         per_head = 3 * count_parameters(torch.nn.Linear(d_model, d_head))
-        rows.append({"num_heads": num_heads, "d_head": d_head, "params_per_head": per_head,
-                     "params_total": num_heads * per_head,
-                     "score_mult_adds": num_heads * seq_len * seq_len * d_head,
-                     "weights": num_heads * seq_len * seq_len})
+        rows.append(
+            {
+                "num_heads": num_heads,
+                "d_head": d_head,
+                "params_per_head": per_head,
+                "params_total": num_heads * per_head,
+                "score_mult_adds": num_heads * seq_len * seq_len * d_head,
+                "weights": num_heads * seq_len * seq_len,
+            }
+        )
     return rows
 
 
@@ -179,19 +196,19 @@ def toy_heads(strength: float = 12.0) -> tuple[list[str], torch.Tensor, dict[str
     W_q, W_k, W_v, W_o (named like a state dict, all biases zero).
     """
     tokens, d_model = TOY_SENTENCE, 24
-    vocab = sorted(set(tokens))                          # cat, mat, on, sat, the
+    vocab = sorted(set(tokens))  # cat, mat, on, sat, the
     T, V = len(tokens), len(vocab)
     x = _toy_embeddings(tokens, vocab, d_model)
     W_q, W_k = torch.zeros(d_model, d_model), torch.zeros(d_model, d_model)
     pos, word, one = slice(0, T), slice(T, T + V), T + V
     previous, following = torch.zeros(T, T), torch.zeros(T, T)
-    for t in range(T):                                   # column t: where query t looks (the ends: itself)
+    for t in range(T):  # column t: where query t looks (the ends: itself)
         previous[max(t - 1, 0), t] = following[min(t + 1, T - 1), t] = 1.0
-    W_q[0:6, pos], W_k[0:6, pos] = strength * previous, torch.eye(T)          # head 0: previous word
-    W_q[6:12, pos], W_k[6:12, pos] = strength * following, torch.eye(T)       # head 1: next word
+    W_q[0:6, pos], W_k[0:6, pos] = strength * previous, torch.eye(T)  # head 0: previous word
+    W_q[6:12, pos], W_k[6:12, pos] = strength * following, torch.eye(T)  # head 1: next word
     W_q[12:17, word], W_k[12:17, word] = strength * torch.eye(V), torch.eye(V)  # head 2: same word
     nouns = torch.tensor([float(w in ("cat", "mat")) for w in vocab])
-    W_q[18, one], W_k[18, word] = strength, nouns                             # head 3: the nouns
+    W_q[18, one], W_k[18, word] = strength, nouns  # head 3: the nouns
     W_v = unit_normal(d_model, d_model, seed=7) / math.sqrt(d_model)
     W_o = unit_normal(d_model, d_model, seed=8) / math.sqrt(d_model)
     weights = {"W_q.weight": W_q, "W_k.weight": W_k, "W_v.weight": W_v, "W_o.weight": W_o}
@@ -211,7 +228,9 @@ def one_head(module: torch.nn.Module, x: torch.Tensor, h: int) -> tuple[torch.Te
     x: (B, T, d_model). Returns (output (B, T, d_head), weights (B, T, T)). No mask.
     """
     d_head = module.W_q.out_features // module.num_heads
-    q, k, v = (torch.nn.functional.linear(x, *_head_rows(getattr(module, name), h, d_head)) for name in ("W_q", "W_k", "W_v"))
+    q, k, v = (
+        torch.nn.functional.linear(x, *_head_rows(getattr(module, name), h, d_head)) for name in ("W_q", "W_k", "W_v")
+    )
     weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_head), dim=-1)
     return weights @ v, weights
 
@@ -230,8 +249,9 @@ def per_head_loop(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     return module.W_o(torch.cat(outputs, dim=-1))
 
 
-def fused_attention(module: torch.nn.Module, x: torch.Tensor, is_causal: bool = False,
-                    dropout_p: float = 0.0) -> torch.Tensor:
+def fused_attention(
+    module: torch.nn.Module, x: torch.Tensor, is_causal: bool = False, dropout_p: float = 0.0
+) -> torch.Tensor:
     """Multi-head self-attention whose core is F.scaled_dot_product_attention (for timing and for
     the transformer block of notebook 06).
 
@@ -246,7 +266,8 @@ def fused_attention(module: torch.nn.Module, x: torch.Tensor, is_causal: bool = 
         return out if layer.bias is None else out + layer.bias.view(H, 1, -1)
 
     heads = torch.nn.functional.scaled_dot_product_attention(
-        project(module.W_q), project(module.W_k), project(module.W_v), dropout_p=dropout_p, is_causal=is_causal)
+        project(module.W_q), project(module.W_k), project(module.W_v), dropout_p=dropout_p, is_causal=is_causal
+    )
     W_o = module.W_o
     out = torch.einsum("bhte,ohe->bto", heads, W_o.weight.view(W_o.out_features, H, -1))
     return out if W_o.bias is None else out + W_o.bias
@@ -280,22 +301,30 @@ class BuiltinAttention(torch.nn.Module):
         self.inner = torch.nn.MultiheadAttention(d_model, num_heads, batch_first=True)
 
     def forward(self, query, key, value, mask=None):
-        blocked = None if mask is None else ~mask        # nn.MultiheadAttention: True = blocked
+        blocked = None if mask is None else ~mask  # nn.MultiheadAttention: True = blocked
         return self.inner(query, key, value, attn_mask=blocked, need_weights=True, average_attn_weights=False)
 
 
 def _definitions_of(notebook: str, name: str):
     """`name` as defined in another notebook of the course, or None after one sentence saying why."""
     from .notebook_code import load_definitions
+
     try:
         namespace, _errors = load_definitions(notebook)
     except OSError:
-        print(_("This cell uses your `{name}` from {notebook}, which was not found next to this notebook.").format(
-            name=name, notebook=notebook))
+        print(
+            _("This cell uses your `{name}` from {notebook}, which was not found next to this notebook.").format(
+                name=name, notebook=notebook
+            )
+        )
         return None
     if name not in namespace:
-        print(_("This cell uses your `{name}` from {notebook}, which does not define it yet: finish it in "
-                "{notebook} (and save that notebook), then run this cell again.").format(name=name, notebook=notebook))
+        print(
+            _(
+                "This cell uses your `{name}` from {notebook}, which does not define it yet: finish it in "
+                "{notebook} (and save that notebook), then run this cell again."
+            ).format(name=name, notebook=notebook)
+        )
         return None
     return namespace[name]
 
@@ -303,11 +332,19 @@ def _definitions_of(notebook: str, name: str):
 def _unusable(name: str, notebook: str, exc: Exception) -> None:
     """One sentence about a definition from another notebook that fails when called."""
     if isinstance(exc, NotImplementedError):
-        print(_("This cell uses your `{name}` from {notebook}, which is not implemented yet: finish it in "
-                "{notebook} (and save that notebook), then run this cell again.").format(name=name, notebook=notebook))
+        print(
+            _(
+                "This cell uses your `{name}` from {notebook}, which is not implemented yet: finish it in "
+                "{notebook} (and save that notebook), then run this cell again."
+            ).format(name=name, notebook=notebook)
+        )
     else:
-        print(_("This cell uses your `{name}` from {notebook}, which raised {kind}: {text}. Its check in "
-                "{notebook} says more.").format(name=name, notebook=notebook, kind=type(exc).__name__, text=exc))
+        print(
+            _(
+                "This cell uses your `{name}` from {notebook}, which raised {kind}: {text}. Its check in "
+                "{notebook} says more."
+            ).format(name=name, notebook=notebook, kind=type(exc).__name__, text=exc)
+        )
 
 
 def load_class(notebook: str, name: str, *args, probe: tuple = ()):
@@ -349,10 +386,13 @@ def pieces_from_earlier_notebooks():
     those notebooks' saved files and tried once on a tiny input; each one that cannot be used yet
     is None, after one sentence saying why."""
     tiny = torch.zeros(1, 2, 4)
-    return (load_function("03_split_heads.ipynb", "split_heads", probe=(tiny, 2)),
-            load_function("02_scaled_dot_product_attention.ipynb", "scaled_dot_product_attention",
-                          probe=(tiny, tiny, tiny)),
-            load_function("04_concat_heads.ipynb", "concat_heads", probe=(tiny.view(1, 2, 2, 2),)))
+    return (
+        load_function("03_split_heads.ipynb", "split_heads", probe=(tiny, 2)),
+        load_function(
+            "02_scaled_dot_product_attention.ipynb", "scaled_dot_product_attention", probe=(tiny, tiny, tiny)
+        ),
+        load_function("04_concat_heads.ipynb", "concat_heads", probe=(tiny.view(1, 2, 2, 2),)),
+    )
 
 
 def step(label: str, name: str, fn, *args, expect: tuple, meaning: str = ""):
@@ -369,8 +409,14 @@ def step(label: str, name: str, fn, *args, expect: tuple, meaning: str = ""):
     tensor = result[0] if isinstance(result, (tuple, list)) and result else result
     shape = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
     right = shape == tuple(expect)
-    print(f"{label}: {shape} " + ("✓ " + meaning if right else _("✗ expected {expect} {meaning}").format(
-        expect=tuple(expect), meaning=meaning)).rstrip())
+    print(
+        f"{label}: {shape} "
+        + (
+            "✓ " + meaning
+            if right
+            else _("✗ expected {expect} {meaning}").format(expect=tuple(expect), meaning=meaning)
+        ).rstrip()
+    )
     return result if right else None
 
 
@@ -395,14 +441,17 @@ def being_graded() -> bool:
 def median_ms(fn, min_run_time: float = 0.2) -> float:
     """The median time of one call of `fn()` in milliseconds, measured by torch.utils.benchmark."""
     from torch.utils import benchmark
+
     timer = benchmark.Timer(stmt="fn()", globals={"fn": fn})
     return timer.blocked_autorange(min_run_time=min_run_time).median * 1e3
 
 
 def attention_memory_rows(batch: int, num_heads: int, d_model: int, lengths) -> list[dict]:
     """Bytes of the float32 attention matrix (B, H, T, T) and of q, k, v (3 x (B, T, d_model))."""
-    return [{"T": T, "weights_bytes": batch * num_heads * T * T * 4, "qkv_bytes": 3 * batch * T * d_model * 4}
-            for T in lengths]
+    return [
+        {"T": T, "weights_bytes": batch * num_heads * T * T * 4, "qkv_bytes": 3 * batch * T * d_model * 4}
+        for T in lengths
+    ]
 
 
 def format_bytes(n: float) -> str:
@@ -444,6 +493,7 @@ def print_matrix(m: torch.Tensor, digits: int = 2, rows=None, columns=None) -> N
 def projections_from(weights: dict[str, torch.Tensor], num_heads: int) -> torch.nn.Module:
     """A module holding W_q, W_k, W_v, W_o (nn.Linear) and num_heads, loaded with `weights`."""
     from .exercises import Projections
+
     module = Projections(weights["W_q.weight"].shape[0], num_heads, bias="W_q.bias" in weights)
     return load_weights(module, weights)
 
@@ -451,6 +501,7 @@ def projections_from(weights: dict[str, torch.Tensor], num_heads: int) -> torch.
 def load_weights(module: torch.nn.Module, weights: dict[str, torch.Tensor]) -> torch.nn.Module:
     """Copy weights named like `W_q.weight` into a module's W_q, W_k, W_v, W_o; return the module."""
     from .exercises import load_projections
+
     load_projections(module, weights)
     return module
 
@@ -458,6 +509,7 @@ def load_weights(module: torch.nn.Module, weights: dict[str, torch.Tensor]) -> t
 def random_projections(d_model: int, num_heads: int, seed: int = 0) -> torch.nn.Module:
     """A module holding freshly initialised W_q, W_k, W_v, W_o and num_heads, reproducible from `seed`."""
     from .exercises import Projections
+
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         return Projections(d_model, num_heads)

@@ -6,6 +6,7 @@ A `Case` holds inputs (tensors and plain parameters) and, once judged, the expec
 or the exception, plus any input that was modified. Judging the outcome is the job of
 `checks.py`; this module computes nothing but the call itself.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,19 +23,21 @@ PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
 @dataclass
 class Case:
     """One test input of an exercise, and what a right answer returns for it."""
+
     exercise: str
     name: str
     tensors: dict[str, torch.Tensor]
     params: dict = field(default_factory=dict)
     hidden: bool = False
-    raises: str | None = None                      # expected exception type, if any
-    expected: tuple[torch.Tensor, ...] = ()        # right results
+    raises: str | None = None  # expected exception type, if any
+    expected: tuple[torch.Tensor, ...] = ()  # right results
     mistakes: dict[str, tuple[torch.Tensor, ...]] = field(default_factory=dict)
 
     def describe_inputs(self) -> str:
         """The inputs as `q (2, 3), k (2, 4)` plus parameters."""
-        parts = [f"{k} {tuple(v.shape)}" for k, v in self.tensors.items()
-                 if "." not in k]  # module weights are named like W_q.weight
+        parts = [
+            f"{k} {tuple(v.shape)}" for k, v in self.tensors.items() if "." not in k
+        ]  # module weights are named like W_q.weight
         parts += [f"{k}={v}" for k, v in self.params.items()]
         dtypes = {str(v.dtype).replace("torch.", "") for v in self.tensors.values() if v.is_floating_point()}
         return ", ".join(parts) + (f" ({', '.join(sorted(dtypes))})" if dtypes else "")
@@ -43,10 +46,11 @@ class Case:
 @dataclass
 class Outcome:
     """What happened when a student's code ran on a case."""
-    results: tuple | None = None          # the returned values, as returned
+
+    results: tuple | None = None  # the returned values, as returned
     error: tuple[str, str] | None = None  # (exception type name, message)
-    problem: str | None = None            # a structural problem found before or after the call
-    mistake: str | None = None            # a mistake recognised from the structure
+    problem: str | None = None  # a structural problem found before or after the call
+    mistake: str | None = None  # a mistake recognised from the structure
     changed_inputs: list[str] = field(default_factory=list)
 
 
@@ -94,8 +98,11 @@ def _results(spec: dict, result) -> tuple:
         return (result,)
     if not isinstance(result, (tuple, list)) or len(result) != len(outputs):
         got = type(result).__name__ + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "")
-        raise StructureProblem(_("It should return {count} results, ({names}); it returned a {got}.").format(
-            count=len(outputs), names=", ".join(outputs), got=got))
+        raise StructureProblem(
+            _("It should return {count} results, ({names}); it returned a {got}.").format(
+                count=len(outputs), names=", ".join(outputs), got=got
+            )
+        )
     return tuple(result)
 
 
@@ -107,33 +114,47 @@ def _call_function(spec: dict, fn, case: Case) -> tuple:
 def _check_module_structure(module, params: dict) -> None:
     """The contract's attributes and submodules, each with its own message."""
     if not isinstance(module, nn.Module):
-        raise StructureProblem(_("{name}(...) must create an nn.Module: subclass nn.Module and call "
-                                 "super().__init__().").format(name=type(module).__name__))
+        raise StructureProblem(
+            _("{name}(...) must create an nn.Module: subclass nn.Module and call super().__init__().").format(
+                name=type(module).__name__
+            )
+        )
     d_model, bias = params["d_model"], params["bias"]
     for name in PROJECTIONS:
         layer = getattr(module, name, None)
         if not isinstance(layer, nn.Linear):
-            raise StructureProblem(_("self.{name} should be nn.Linear(d_model, d_model, bias=bias); found "
-                                     "{found}.").format(name=name, found=type(layer).__name__))
+            raise StructureProblem(
+                _("self.{name} should be nn.Linear(d_model, d_model, bias=bias); found {found}.").format(
+                    name=name, found=type(layer).__name__
+                )
+            )
         if (layer.in_features, layer.out_features) != (d_model, d_model):
-            raise StructureProblem(_("self.{name} maps {n_in} -> {n_out} features; it should map d_model -> "
-                                     "d_model ({d} -> {d}).").format(name=name, n_in=layer.in_features,
-                                                                      n_out=layer.out_features, d=d_model))
+            raise StructureProblem(
+                _("self.{name} maps {n_in} -> {n_out} features; it should map d_model -> d_model ({d} -> {d}).").format(
+                    name=name, n_in=layer.in_features, n_out=layer.out_features, d=d_model
+                )
+            )
         if (layer.bias is not None) != bias:
-            message = (_("self.{name} should have a bias, as bias=True asks.") if bias
-                       else _("self.{name} should have no bias, as bias=False asks."))
+            message = (
+                _("self.{name} should have a bias, as bias=True asks.")
+                if bias
+                else _("self.{name} should have no bias, as bias=False asks.")
+            )
             raise StructureProblem(message.format(name=name))
     for name, want in (("num_heads", params["num_heads"]), ("d_head", d_model // params["num_heads"])):
         if getattr(module, name, None) != want:
-            raise StructureProblem(_("self.{name} should be {want}; found {found!r}.").format(
-                name=name, want=want, found=getattr(module, name, None)))
+            raise StructureProblem(
+                _("self.{name} should be {want}; found {found!r}.").format(
+                    name=name, want=want, found=getattr(module, name, None)
+                )
+            )
 
 
 def _call_module(spec: dict, cls, case: Case) -> tuple:
     init = [case.params[name] for name in spec["init"]]
     module = cls(*init)
     _check_module_structure(module, case.params)
-    if not case.tensors:   # a case about the constructor alone (it should raise)
+    if not case.tensors:  # a case about the constructor alone (it should raise)
         return ()
     module = module.to(case.tensors[spec["args"][0]].dtype)
     load_projections(module, case.tensors)
@@ -147,19 +168,29 @@ def _call_torch_mha_converter(spec: dict, fn, case: Case) -> tuple:
     load_projections(source, t)
     converted = fn(source)
     if not isinstance(converted, nn.MultiheadAttention):
-        raise StructureProblem(_("{name} should return an nn.MultiheadAttention; it returned {got}.").format(
-            name=case.exercise, got=type(converted).__name__))
+        raise StructureProblem(
+            _("{name} should return an nn.MultiheadAttention; it returned {got}.").format(
+                name=case.exercise, got=type(converted).__name__
+            )
+        )
     if not converted.batch_first:
         raise StructureProblem(_("The returned module has batch_first=False."), "batch_first_default")
     if converted.num_heads != p["num_heads"]:
-        raise StructureProblem(_("The returned module has {got} heads; the original has {want}.").format(
-            got=converted.num_heads, want=p["num_heads"]), "one_head")
+        raise StructureProblem(
+            _("The returned module has {got} heads; the original has {want}.").format(
+                got=converted.num_heads, want=p["num_heads"]
+            ),
+            "one_head",
+        )
     for name in PROJECTIONS:  # converting must not change the original
         for part in ("weight", "bias"):
             key = f"{name}.{part}"
             if key in t and not torch.equal(getattr(getattr(source, name), part), t[key]):
-                raise StructureProblem(_("{name} changed the original module's {key}; copy the weights, do not "
-                                         "modify them.").format(name=case.exercise, key=key))
+                raise StructureProblem(
+                    _("{name} changed the original module's {key}; copy the weights, do not modify them.").format(
+                        name=case.exercise, key=key
+                    )
+                )
     args, _kwargs = _arguments(spec, case)
     with torch.no_grad():
         out = converted(*args, need_weights=True, average_attn_weights=False)
@@ -185,8 +216,7 @@ def run_case(obj, case: Case, spec: dict | None = None) -> Outcome:
         outcome.problem, outcome.mistake = str(problem), problem.mistake
     except Exception as exc:  # the student's exception is what we report
         outcome.error = (type(exc).__name__, str(exc))
-    outcome.changed_inputs = [k for k, v in case.tensors.items()
-                              if k in work.tensors and not _same(work.tensors[k], v)]
+    outcome.changed_inputs = [k for k, v in case.tensors.items() if k in work.tensors and not _same(work.tensors[k], v)]
     return outcome
 
 

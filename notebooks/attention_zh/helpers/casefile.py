@@ -4,6 +4,7 @@ The file holds plain arrays and one JSON index, and is read with `allow_pickle=F
 carries numbers, never code. The course's grading tools write it from the instructor's
 solutions; the checks read it.
 """
+
 from __future__ import annotations
 
 import io
@@ -29,14 +30,21 @@ def save_cases(cases: list[Case], path: str | Path = CASES_FILE) -> None:
         return key
 
     for i, case in enumerate(cases):
-        index.append({
-            "exercise": case.exercise, "name": case.name, "hidden": case.hidden,
-            "params": case.params, "raises": case.raises,
-            "tensors": {name: put(f"c{i}/in/{name}", t) for name, t in case.tensors.items()},
-            "expected": [put(f"c{i}/out/{j}", t) for j, t in enumerate(case.expected)],
-            "mistakes": {m: [put(f"c{i}/m/{m}/{j}", t) for j, t in enumerate(results)]
-                         for m, results in case.mistakes.items()},
-        })
+        index.append(
+            {
+                "exercise": case.exercise,
+                "name": case.name,
+                "hidden": case.hidden,
+                "params": case.params,
+                "raises": case.raises,
+                "tensors": {name: put(f"c{i}/in/{name}", t) for name, t in case.tensors.items()},
+                "expected": [put(f"c{i}/out/{j}", t) for j, t in enumerate(case.expected)],
+                "mistakes": {
+                    m: [put(f"c{i}/m/{m}/{j}", t) for j, t in enumerate(results)]
+                    for m, results in case.mistakes.items()
+                },
+            }
+        )
     arrays["index"] = np.array(json.dumps(index))
     # Written member by member with a fixed date, so that the same cases give the same bytes.
     buffer = io.BytesIO()
@@ -57,10 +65,16 @@ def load_cases(path: str | Path = CASES_FILE) -> list[Case]:
         def get(key: str) -> torch.Tensor:
             return torch.from_numpy(np.array(data[key]))
 
-        return [Case(
-            exercise=entry["exercise"], name=entry["name"], hidden=entry["hidden"],
-            params=entry["params"], raises=entry["raises"],
-            tensors={name: get(key) for name, key in entry["tensors"].items()},
-            expected=tuple(get(key) for key in entry["expected"]),
-            mistakes={m: tuple(get(k) for k in keys) for m, keys in entry["mistakes"].items()},
-        ) for entry in index]
+        return [
+            Case(
+                exercise=entry["exercise"],
+                name=entry["name"],
+                hidden=entry["hidden"],
+                params=entry["params"],
+                raises=entry["raises"],
+                tensors={name: get(key) for name, key in entry["tensors"].items()},
+                expected=tuple(get(key) for key in entry["expected"]),
+                mistakes={m: tuple(get(k) for k in keys) for m, keys in entry["mistakes"].items()},
+            )
+            for entry in index
+        ]

@@ -4,6 +4,7 @@ The one place that knows how a cell says what it is: an answer cell (`solution`)
 (`grade` without `solution`), its grade id and points. The grader, the checks and the tests
 read cells through these functions, never by searching the text of a notebook.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,5 +54,9 @@ def find_cell(notebook: dict, grade: str) -> dict | None:
 
 def without_solution_markers(source: str) -> str:
     """An answer cell's source without nbgrader's `### BEGIN/END SOLUTION` lines."""
-    return "\n".join(line for line in source.splitlines()
-                     if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")) + "\n"
+    return (
+        "\n".join(
+            line for line in source.splitlines() if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")
+        )
+        + "\n"
+    )

@@ -5,6 +5,7 @@
 mistakes, and every multiple-choice question with its options and the reason each wrong option
 is wrong. It holds no solution.
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,7 +23,7 @@ def install(view: dict | None) -> None:
     _installed = None if view is None else {item["name"]: item for item in view["items"]}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _items(path: str) -> dict[str, dict]:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     return {item["name"]: item for item in data["items"]}

@@ -9,6 +9,7 @@ artists are updated in place, then shown as a PNG image widget.
 The scores come from the student's own functions when they are passed and implemented:
 `raw_scores`/`scaled_scores` (notebook 01) or `scaled_dot_product_attention` (notebook 02).
 """
+
 from __future__ import annotations
 
 import math
@@ -22,7 +23,7 @@ from .feedback import MissingImplementation, call_student
 from .i18n import _
 from .plots import canvas_png
 
-D_K_VALUES = [2 ** i for i in range(11)]  # 1 .. 1024
+D_K_VALUES = [2**i for i in range(11)]  # 1 .. 1024
 N_KEYS = 8
 N_QUERIES = 256
 SPAN, BINS = 100, 100  # histogram range (-SPAN, SPAN) and bin count
@@ -31,14 +32,15 @@ SPAN, BINS = 100, 100  # histogram range (-SPAN, SPAN) and bin count
 @dataclass
 class DkNumbers:
     """What the lab shows for one d_k and one choice of scaling."""
+
     d_k: int
     scaled: bool
-    scores: torch.Tensor        # (N_QUERIES, N_KEYS) scores, scaled or not
-    score_std: float            # measured standard deviation of the scores
-    weights: torch.Tensor       # (N_KEYS,) softmax weights of the first query
-    max_weight: float           # mean over queries of the largest weight
-    grad_norm: float            # mean norm of d(readout . weights)/d(scores)
-    source: str                 # which functions computed the scores
+    scores: torch.Tensor  # (N_QUERIES, N_KEYS) scores, scaled or not
+    score_std: float  # measured standard deviation of the scores
+    weights: torch.Tensor  # (N_KEYS,) softmax weights of the first query
+    max_weight: float  # mean over queries of the largest weight
+    grad_norm: float  # mean norm of d(readout . weights)/d(scores)
+    source: str  # which functions computed the scores
 
 
 def _inputs(d_k: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -79,24 +81,41 @@ def dk_numbers(d_k: int, scaled: bool, seed: int = 0, **functions) -> DkNumbers:
     with torch.no_grad():
         scores, source = _scores(q, k, scaled, **functions)
     if scores.shape != (N_QUERIES, N_KEYS):
-        raise MissingImplementation(_("{source} returned shape {got} here instead of {want}; its check above "
-                                      "says more.").format(source=source, got=tuple(scores.shape),
-                                                           want=(N_QUERIES, 1, N_KEYS)))
+        raise MissingImplementation(
+            _("{source} returned shape {got} here instead of {want}; its check above says more.").format(
+                source=source, got=tuple(scores.shape), want=(N_QUERIES, 1, N_KEYS)
+            )
+        )
     leaf = scores.detach().double().requires_grad_(True)
     weights = torch.softmax(leaf, dim=-1)
     (weights * readout.double()).sum().backward()
-    return DkNumbers(d_k=d_k, scaled=scaled, scores=scores.detach(), score_std=scores.std().item(),
-                     weights=weights[0].detach().float(), max_weight=weights.max(-1).values.mean().item(),
-                     grad_norm=leaf.grad.norm(dim=-1).mean().item(), source=source)
+    return DkNumbers(
+        d_k=d_k,
+        scaled=scaled,
+        scores=scores.detach(),
+        score_std=scores.std().item(),
+        weights=weights[0].detach().float(),
+        max_weight=weights.max(-1).values.mean().item(),
+        grad_norm=leaf.grad.norm(dim=-1).mean().item(),
+        source=source,
+    )
 
 
 def readout_text(n: DkNumbers) -> str:
     """The one-line summary under the slider."""
     scale = _("scaled by 1/√d_k") if n.scaled else _("unscaled")
-    return _("d_k = {d_k}, {scale}: std of the scores = {std} (√d_k = {root}); largest weight = {largest}; "
-             "|gradient| = {grad}  [scores from {source}]").format(
-        d_k=n.d_k, scale=scale, std=f"{n.score_std:.2f}", root=f"{math.sqrt(n.d_k):.2f}",
-        largest=f"{n.max_weight:.2f}", grad=f"{n.grad_norm:.3f}", source=n.source)
+    return _(
+        "d_k = {d_k}, {scale}: std of the scores = {std} (√d_k = {root}); largest weight = {largest}; "
+        "|gradient| = {grad}  [scores from {source}]"
+    ).format(
+        d_k=n.d_k,
+        scale=scale,
+        std=f"{n.score_std:.2f}",
+        root=f"{math.sqrt(n.d_k):.2f}",
+        largest=f"{n.max_weight:.2f}",
+        grad=f"{n.grad_norm:.3f}",
+        source=n.source,
+    )
 
 
 class DkFigure:
@@ -110,15 +129,17 @@ class DkFigure:
         self.fig = Figure(figsize=(11, 3.0), dpi=80)
         self.canvas = FigureCanvasAgg(self.fig)
         self.ax_hist, self.ax_w, self.ax_g = self.fig.subplots(1, 3)
-        self.hist = self.ax_hist.stairs([0.0] * BINS, torch.linspace(-SPAN, SPAN, BINS + 1).tolist(),
-                                        fill=True, color="#4c72b0", animated=True)
+        self.hist = self.ax_hist.stairs(
+            [0.0] * BINS, torch.linspace(-SPAN, SPAN, BINS + 1).tolist(), fill=True, color="#4c72b0", animated=True
+        )
         self.ax_hist.set_xlim(-SPAN, SPAN)
         self.ax_hist.set_ylim(0, 0.6)
         self.ax_hist.set_xlabel(_("score"))
         self.ax_hist.set_title(_("distribution of the scores"))
         self.std_line = self.ax_hist.axvline(0, color="#c44e52", ls="--", animated=True)
-        self.std_text = self.ax_hist.text(0.03, 0.95, "", transform=self.ax_hist.transAxes, va="top",
-                                          fontsize=9, animated=True)
+        self.std_text = self.ax_hist.text(
+            0.03, 0.95, "", transform=self.ax_hist.transAxes, va="top", fontsize=9, animated=True
+        )
         self.bars = self.ax_w.bar(range(N_KEYS), [1 / N_KEYS] * N_KEYS, color="#55a868")
         for bar in self.bars:
             bar.set_animated(True)
@@ -142,8 +163,9 @@ class DkFigure:
         counts = torch.histc(n.scores.float().clamp(-SPAN, SPAN), bins=BINS, min=-SPAN, max=SPAN)
         self.hist.set_data((counts / counts.sum()).tolist())
         self.std_line.set_xdata([n.score_std, n.score_std])
-        self.std_text.set_text(_("std = {std}\n√d_k = {root}").format(std=f"{n.score_std:.2f}",
-                                                                       root=f"{math.sqrt(n.d_k):.2f}"))
+        self.std_text.set_text(
+            _("std = {std}\n√d_k = {root}").format(std=f"{n.score_std:.2f}", root=f"{math.sqrt(n.d_k):.2f}")
+        )
         for bar, w in zip(self.bars, n.weights.tolist()):
             bar.set_height(w)
         self.marker.set_data([n.d_k], [max(n.grad_norm, 1e-6)])
@@ -156,8 +178,11 @@ class DkFigure:
             self.canvas.draw()
             self.background = self.canvas.copy_from_bbox(self.fig.bbox)
         self.canvas.restore_region(self.background)
-        for ax, artists in ((self.ax_hist, [self.hist, self.std_line, self.std_text]), (self.ax_w, self.bars),
-                            (self.ax_g, [self.trail, self.marker])):
+        for ax, artists in (
+            (self.ax_hist, [self.hist, self.std_line, self.std_text]),
+            (self.ax_w, self.bars),
+            (self.ax_g, [self.trail, self.marker]),
+        ):
             for artist in artists:
                 ax.draw_artist(artist)
         return canvas_png(self.canvas)
@@ -170,9 +195,13 @@ class DkLab:
         import ipywidgets as widgets
 
         self.functions, self.seed = functions, seed
-        self.slider = widgets.SelectionSlider(options=D_K_VALUES, value=d_k, description=_("d_k"),
-                                              continuous_update=False,
-                                              layout=widgets.Layout(width="420px"))
+        self.slider = widgets.SelectionSlider(
+            options=D_K_VALUES,
+            value=d_k,
+            description=_("d_k"),
+            continuous_update=False,
+            layout=widgets.Layout(width="420px"),
+        )
         self.toggle = widgets.Checkbox(value=scaled, description=_("scale by 1/√d_k"))
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
@@ -201,6 +230,7 @@ class DkLab:
 
     def _ipython_display_(self):
         from IPython.display import display
+
         display(self.widget)
 
 

@@ -5,6 +5,7 @@
 sentence (`MissingImplementation`). `mistake_message` gives the sentence that names a known
 wrong answer (from `course.json`); `explain_error` explains common exceptions.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,11 +39,15 @@ def call_student(name: str, fn, *args, then: str | None = None, **kwargs):
     try:
         return fn(*args, **kwargs)
     except NotImplementedError:
-        raise MissingImplementation(_("Implement `{name}` above first, then {then}.").format(
-            name=name, then=then)) from None
+        raise MissingImplementation(
+            _("Implement `{name}` above first, then {then}.").format(name=name, then=then)
+        ) from None
     except Exception as exc:  # a lab should point back to the exercise, not show a traceback
-        raise MissingImplementation(_("Your `{name}` raised {kind}: {text}. Its check above says more.").format(
-            name=name, kind=type(exc).__name__, text=exc)) from None
+        raise MissingImplementation(
+            _("Your `{name}` raised {kind}: {text}. Its check above says more.").format(
+                name=name, kind=type(exc).__name__, text=exc
+            )
+        ) from None
 
 
 def passed(text: str) -> None:
@@ -92,20 +97,30 @@ def mistake_message(exercise: str, mistake: str) -> str:
 
 # Explanations for exceptions a student's code raises, matched against the error message.
 ERROR_HINTS: list[tuple[str, str]] = [
-    (r"view size is not compatible with input tensor's size and stride",
-     N_("`.view` needs a contiguous tensor and a transposed one is not: use `.reshape(...)` or "
-     "`.contiguous().view(...)`.")),
-    (r"mat1 and mat2 shapes cannot be multiplied|size mismatch|must match the size of tensor",
-     N_("Two shapes do not fit together: check which axes you multiply or transpose.")),
-    (r"expected .* to have the same dtype|same dtype|found dtype",
-     N_("Two tensors have different dtypes: keep the dtype of the inputs (float32 or float64) "
-     "throughout.")),
-    (r"The use of `x.T` on tensors of dimension other than 2",
-     N_("`.T` reverses every axis; use `.transpose(-2, -1)` (or `.mT`) to swap the last two.")),
-    (r"bmm|batch1 must be a 3D tensor|3D tensor",
-     N_("torch.bmm only takes 3-D tensors; `@` (torch.matmul) handles any number of batch axes.")),
-    (r"not divisible|divisible",
-     N_("Check that d_model is divisible by num_heads before reshaping.")),
+    (
+        r"view size is not compatible with input tensor's size and stride",
+        N_(
+            "`.view` needs a contiguous tensor and a transposed one is not: use `.reshape(...)` or "
+            "`.contiguous().view(...)`."
+        ),
+    ),
+    (
+        r"mat1 and mat2 shapes cannot be multiplied|size mismatch|must match the size of tensor",
+        N_("Two shapes do not fit together: check which axes you multiply or transpose."),
+    ),
+    (
+        r"expected .* to have the same dtype|same dtype|found dtype",
+        N_("Two tensors have different dtypes: keep the dtype of the inputs (float32 or float64) throughout."),
+    ),
+    (
+        r"The use of `x.T` on tensors of dimension other than 2",
+        N_("`.T` reverses every axis; use `.transpose(-2, -1)` (or `.mT`) to swap the last two."),
+    ),
+    (
+        r"bmm|batch1 must be a 3D tensor|3D tensor",
+        N_("torch.bmm only takes 3-D tensors; `@` (torch.matmul) handles any number of batch axes."),
+    ),
+    (r"not divisible|divisible", N_("Check that d_model is divisible by num_heads before reshaping.")),
 ]
 
 

@@ -7,6 +7,7 @@ information the output at "dog" is the same in both; adding a sinusoidal positio
 (`sinusoidal`, as in "Attention Is All You Need") makes it differ. Inputs are float64, so a
 difference is either below 1e-12 (rounding) or far above it, on every machine.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,14 +41,16 @@ def _embed(words: list[str]) -> torch.Tensor:
 
 def _projections() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(VOCAB_SEED + 1)
-    return tuple(torch.randn(D_MODEL, D_MODEL, generator=gen, dtype=torch.float64) / math.sqrt(D_MODEL)
-                 for _index in range(3))
+    return tuple(
+        torch.randn(D_MODEL, D_MODEL, generator=gen, dtype=torch.float64) / math.sqrt(D_MODEL) for _index in range(3)
+    )
 
 
 def _self_attention(attention, x: torch.Tensor) -> torch.Tensor:
     W_q, W_k, W_v = _projections()
-    return call_student("scaled_dot_product_attention", attention, x @ W_q, x @ W_k, x @ W_v,
-                        then=_("run this cell again"))[0]
+    return call_student(
+        "scaled_dot_product_attention", attention, x @ W_q, x @ W_k, x @ W_v, then=_("run this cell again")
+    )[0]
 
 
 def _bound(diff: float) -> str:
@@ -57,7 +60,9 @@ def _bound(diff: float) -> str:
     return f"{diff:.2f}"
 
 
-def permutation_demo(attention, words=("the", "cat", "sat", "on", "the", "mat"), order=(5, 2, 0, 4, 1, 3)) -> float | None:
+def permutation_demo(
+    attention, words=("the", "cat", "sat", "on", "the", "mat"), order=(5, 2, 0, 4, 1, 3)
+) -> float | None:
     """Print that attention of a shuffled sentence is the shuffled attention of the sentence;
     return the largest difference (None, after one sentence, when the function is missing)."""
     x = _embed(list(words))
@@ -71,8 +76,11 @@ def permutation_demo(attention, words=("the", "cat", "sat", "on", "the", "mat"),
     diff = (out_shuffled - out[order_t]).abs().max().item()
     print(_("sentence:          {words}").format(words=" ".join(in_language(w) for w in words)))
     print(_("shuffled sentence: {words}").format(words=" ".join(in_language(words[i]) for i in order)))
-    print(_("output of the shuffled sentence vs the output rows shuffled the same way: largest difference "
-            "{diff}").format(diff=_bound(diff)))
+    print(
+        _("output of the shuffled sentence vs the output rows shuffled the same way: largest difference {diff}").format(
+            diff=_bound(diff)
+        )
+    )
     return diff
 
 
@@ -89,7 +97,7 @@ def word_order_demo(attention) -> tuple[float, float] | None:
         return None
     without = (plain[0] - plain[1]).abs().max().item()
     with_positions = (placed[0] - placed[1]).abs().max().item()
-    print(_("output at \"dog\", \"dog bites man\" vs \"man bites dog\":"))
+    print(_('output at "dog", "dog bites man" vs "man bites dog":'))
     print("  " + _("without positions:           largest difference {diff}").format(diff=_bound(without)))
     print("  " + _("with sinusoidal positions:   largest difference {diff}").format(diff=_bound(with_positions)))
     return without, with_positions

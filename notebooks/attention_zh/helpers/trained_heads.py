@@ -18,6 +18,7 @@ single-threaded, so the printed numbers are the same on every machine.
 the ideal map of each relation, how far each head is from each relation, and the accuracy of
 both answers. Nothing here contains a solution of an exercise.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -43,7 +44,7 @@ LEARNING_RATE = 0.03
 SEED = 2
 SNAPSHOTS = (0, 10, 25, STEPS)
 LETTERS = "ABCDEFGHIJ"
-NO_SELF = ~torch.eye(LENGTH, dtype=torch.bool)      # True = may attend: every position but itself
+NO_SELF = ~torch.eye(LENGTH, dtype=torch.bool)  # True = may attend: every position but itself
 
 
 def relation_names() -> tuple[str, str]:
@@ -85,7 +86,7 @@ class TinyModel(nn.Module):
     def __init__(self, attention: nn.Module):
         super().__init__()
         self.tokens = nn.Embedding(VOCAB, D_MODEL)
-        self.positions = nn.Parameter(torch.randn(LENGTH, D_MODEL))   # learned position embedding
+        self.positions = nn.Parameter(torch.randn(LENGTH, D_MODEL))  # learned position embedding
         self.attention = attention
         self.readout = nn.Linear(D_MODEL, VOCAB + LENGTH)
 
@@ -99,8 +100,9 @@ class TinyModel(nn.Module):
 def _loss(model: TinyModel, seq: torch.Tensor) -> torch.Tensor:
     previous, other = targets(seq)
     token_logits, position_logits, _weights = model(seq)
-    return (F.cross_entropy(token_logits.reshape(-1, VOCAB), previous.reshape(-1))
-            + F.cross_entropy(position_logits.reshape(-1, LENGTH), other.reshape(-1)))
+    return F.cross_entropy(token_logits.reshape(-1, VOCAB), previous.reshape(-1)) + F.cross_entropy(
+        position_logits.reshape(-1, LENGTH), other.reshape(-1)
+    )
 
 
 def distances(weights: torch.Tensor, ideal: torch.Tensor) -> torch.Tensor:
@@ -110,8 +112,8 @@ def distances(weights: torch.Tensor, ideal: torch.Tensor) -> torch.Tensor:
 
     weights: (n, H, T, T); ideal: (n, 2, T, T).
     """
-    defined = ideal.sum(-1) > 0                                    # (n, 2, T)
-    gap = 0.5 * (weights.double()[:, :, None] - ideal[:, None]).abs().sum(-1)   # (n, H, 2, T)
+    defined = ideal.sum(-1) > 0  # (n, 2, T)
+    gap = 0.5 * (weights.double()[:, :, None] - ideal[:, None]).abs().sum(-1)  # (n, H, 2, T)
     mask = defined[:, None].expand_as(gap)
     return (gap * mask).sum((0, 3)) / mask.sum((0, 3))
 
@@ -138,8 +140,8 @@ class Adam:
                 continue
             m.mul_(b1).add_(p.grad, alpha=1 - b1)
             v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
-            denominator = (v / (1 - b2 ** self.steps)).sqrt_().add_(self.eps)
-            p.addcdiv_(m, denominator, value=-self.lr / (1 - b1 ** self.steps))
+            denominator = (v / (1 - b2**self.steps)).sqrt_().add_(self.eps)
+            p.addcdiv_(m, denominator, value=-self.lr / (1 - b1**self.steps))
 
 
 @contextlib.contextmanager
@@ -156,7 +158,7 @@ def one_thread():
 def _seeded_projections(seed: int) -> dict[str, torch.Tensor]:
     """Initial W_q..W_o (uniform like nn.Linear's default), the same whichever class holds them."""
     gen = torch.Generator().manual_seed(seed)
-    bound = D_MODEL ** -0.5
+    bound = D_MODEL**-0.5
     tensors = {}
     for name in PROJECTIONS:
         tensors[f"{name}.weight"] = (torch.rand(D_MODEL, D_MODEL, generator=gen, dtype=torch.float64) * 2 - 1) * bound
@@ -180,15 +182,18 @@ def build_attention(mha_class, num_heads: int, seed: int = SEED) -> tuple[nn.Mod
             probe = torch.zeros(2, LENGTH, D_MODEL, dtype=torch.float64)
             out, weights = call_student("MultiHeadAttention", module, probe, probe, probe, mask=NO_SELF, then=then)
             if tuple(out.shape) != (2, LENGTH, D_MODEL) or tuple(weights.shape) != (2, num_heads, LENGTH, LENGTH):
-                raise MissingImplementation(_("Your `MultiHeadAttention` returned shapes {out} and {weights}; its "
-                                              "check above says more.").format(out=tuple(out.shape),
-                                                                               weights=tuple(weights.shape)))
+                raise MissingImplementation(
+                    _(
+                        "Your `MultiHeadAttention` returned shapes {out} and {weights}; its check above says more."
+                    ).format(out=tuple(out.shape), weights=tuple(weights.shape))
+                )
             return module, _("your MultiHeadAttention"), ""
         except MissingImplementation as missing:
             reason = str(missing)
         except Exception as exc:  # e.g. no W_q: the demo falls back, the check names the problem
-            reason = _("Your `MultiHeadAttention` cannot be trained here ({kind}: {text}); its check above says "
-                       "more.").format(kind=type(exc).__name__, text=exc)
+            reason = _(
+                "Your `MultiHeadAttention` cannot be trained here ({kind}: {text}); its check above says more."
+            ).format(kind=type(exc).__name__, text=exc)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         module = BuiltinAttention(D_MODEL, num_heads).double()
@@ -199,14 +204,15 @@ def build_attention(mha_class, num_heads: int, seed: int = SEED) -> tuple[nn.Mod
 @dataclass
 class Training:
     """What one training run shows."""
+
     num_heads: int
-    source: str                       # which attention code was trained
-    fallback: str                     # one sentence when it is not the student's
-    example: list[str]                # the example sequence, as letters
-    snapshots: dict[int, torch.Tensor] = field(default_factory=dict)   # step -> (H, T, T) maps on the example
-    ideal: torch.Tensor | None = None                  # (2, T, T) ideal maps of the example
-    distance: torch.Tensor | None = None               # (H, 2) on a fresh evaluation batch
-    accuracy: tuple[float, float] = (0.0, 0.0)         # previous token, other copy
+    source: str  # which attention code was trained
+    fallback: str  # one sentence when it is not the student's
+    example: list[str]  # the example sequence, as letters
+    snapshots: dict[int, torch.Tensor] = field(default_factory=dict)  # step -> (H, T, T) maps on the example
+    ideal: torch.Tensor | None = None  # (2, T, T) ideal maps of the example
+    distance: torch.Tensor | None = None  # (H, 2) on a fresh evaluation batch
+    accuracy: tuple[float, float] = (0.0, 0.0)  # previous token, other copy
     losses: list[float] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -215,8 +221,7 @@ class Training:
         return self.distance.argmin(-1).tolist()
 
 
-def train(mha_class=None, num_heads: int = 2, steps: int = STEPS, seed: int = SEED,
-          snapshots=SNAPSHOTS) -> Training:
+def train(mha_class=None, num_heads: int = 2, steps: int = STEPS, seed: int = SEED, snapshots=SNAPSHOTS) -> Training:
     """Train the tiny model with `num_heads` heads; float64, seeded, on one thread."""
     attention, source, fallback = build_attention(mha_class, num_heads, seed)
     with torch.random.fork_rng():
@@ -225,8 +230,9 @@ def train(mha_class=None, num_heads: int = 2, steps: int = STEPS, seed: int = SE
     data = torch.Generator().manual_seed(seed)
     example = make_batch(1, torch.Generator().manual_seed(seed + 1000))
     evaluation = make_batch(512, torch.Generator().manual_seed(seed + 2000))
-    result = Training(num_heads, source, fallback, [LETTERS[i] for i in example[0].tolist()],
-                      ideal=ideal_maps(example)[0])
+    result = Training(
+        num_heads, source, fallback, [LETTERS[i] for i in example[0].tolist()], ideal=ideal_maps(example)[0]
+    )
     optimiser = Adam(model.parameters(), lr=LEARNING_RATE)
     start = time.perf_counter()
     with one_thread():
@@ -245,8 +251,10 @@ def train(mha_class=None, num_heads: int = 2, steps: int = STEPS, seed: int = SE
             token_logits, position_logits, weights = model(evaluation)
     result.seconds = time.perf_counter() - start
     previous, other = targets(evaluation)
-    result.accuracy = ((token_logits.argmax(-1) == previous)[:, 1:].double().mean().item(),
-                       (position_logits.argmax(-1) == other).double().mean().item())
+    result.accuracy = (
+        (token_logits.argmax(-1) == previous)[:, 1:].double().mean().item(),
+        (position_logits.argmax(-1) == other).double().mean().item(),
+    )
     result.distance = distances(weights, ideal_maps(evaluation))
     return result
 
@@ -255,9 +263,17 @@ def report(result: Training) -> str:
     """The numbers of a run as a few aligned lines (2 decimals: stable from machine to machine)."""
     names = relation_names()
     heads = (_("{count} head") if result.num_heads == 1 else _("{count} heads")).format(count=result.num_heads)
-    lines = [_("{heads} ({source}), {steps} training steps: accuracy {name0} {acc0:.2f}, {name1} {acc1:.2f}").format(
-        heads=heads, source=result.source, steps=len(result.losses), name0=names[0], acc0=result.accuracy[0],
-        name1=names[1], acc1=result.accuracy[1])]
+    lines = [
+        _("{heads} ({source}), {steps} training steps: accuracy {name0} {acc0:.2f}, {name1} {acc1:.2f}").format(
+            heads=heads,
+            source=result.source,
+            steps=len(result.losses),
+            name0=names[0],
+            acc0=result.accuracy[0],
+            name1=names[1],
+            acc1=result.accuracy[1],
+        )
+    ]
     width = max(text_width(n) for n in names) + 2
     lines.append("  " + _("distance from each relation (0 = the same map, 1 = no overlap):"))
     lines.append("  " + " " * 8 + "".join(rjust(n, width) for n in names))

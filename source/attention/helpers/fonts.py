@@ -4,6 +4,7 @@ matplotlib's default font (DejaVu Sans) has no Chinese characters: a Chinese tit
 empty boxes and warn "Glyph missing". In a Chinese edition the plots use a CJK font (Noto Sans CJK,
 Debian's fonts-noto-cjk, which CI and Binder install), with DejaVu Sans behind it for the rest.
 """
+
 from __future__ import annotations
 
 import glob
@@ -14,8 +15,11 @@ from matplotlib import font_manager
 from .i18n import language
 
 CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans SC", "WenQuanYi Zen Hei", "Source Han Sans SC")
-CJK_FILES = ("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc", "/usr/share/fonts/**/NotoSansCJK*.ttc",
-             "/usr/share/fonts/**/wqy-zenhei.ttc")
+CJK_FILES = (
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/**/NotoSansCJK*.ttc",
+    "/usr/share/fonts/**/wqy-zenhei.ttc",
+)
 
 
 def cjk_family() -> str | None:

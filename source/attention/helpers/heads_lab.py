@@ -6,6 +6,7 @@ toy sentence, and the parameter count, which does not depend on the number of he
 come from the student's `split_heads` (notebook 03) or `MultiHeadAttention` (notebook 05); the
 lab says what to implement first when neither works yet. `HeadsLab` is the widget.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,10 +17,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .demos import toy_sentence
+from .exercises import PROJECTIONS, Projections, load_projections
 from .feedback import MissingImplementation, call_student
 from .i18n import _
 from .plots import canvas_png
-from .exercises import PROJECTIONS, Projections, load_projections
 
 D_MODEL = 12
 SEED = 7
@@ -33,13 +34,14 @@ def divisors(n: int) -> list[int]:
 @dataclass
 class HeadsNumbers:
     """What the lab shows for one number of heads."""
+
     num_heads: int
     d_model: int
     d_head: int
-    owner: list[int]            # owner[f] = the head that feature f goes to
-    weights: torch.Tensor       # (num_heads, T, T) attention weights of each head
+    owner: list[int]  # owner[f] = the head that feature f goes to
+    weights: torch.Tensor  # (num_heads, T, T) attention weights of each head
     tokens: list[str]
-    parameters: int             # parameters of the four projections
+    parameters: int  # parameters of the four projections
     source: str
 
 
@@ -58,9 +60,12 @@ def _owner_from_split(split_heads, d_model: int, num_heads: int) -> list[int]:
     ids = torch.arange(d_model, dtype=torch.float32).view(1, 1, d_model)
     heads = call_student("split_heads", split_heads, ids, num_heads)
     if not isinstance(heads, torch.Tensor) or heads.shape != (1, num_heads, 1, d_model // num_heads):
-        raise MissingImplementation(_("Your `split_heads` returned {got} for (1, 1, {d_model}) and {num_heads} heads; "
-                                      "its check above says more.").format(
-            got=getattr(heads, "shape", type(heads)), d_model=d_model, num_heads=num_heads))
+        raise MissingImplementation(
+            _(
+                "Your `split_heads` returned {got} for (1, 1, {d_model}) and {num_heads} heads; "
+                "its check above says more."
+            ).format(got=getattr(heads, "shape", type(heads)), d_model=d_model, num_heads=num_heads)
+        )
     owner = [0] * d_model
     for h in range(num_heads):
         for f in heads[0, h, 0].round().long().tolist():
@@ -71,10 +76,13 @@ def _owner_from_split(split_heads, d_model: int, num_heads: int) -> list[int]:
 def heads_numbers(num_heads: int, d_model: int = D_MODEL, split_heads=None, mha_class=None) -> HeadsNumbers:
     """Everything the lab shows for one head count, from the student's code."""
     if num_heads not in divisors(d_model):
-        raise ValueError(_("num_heads must divide d_model = {d_model}: choose one of {choices}; got {num_heads}.").format(
-            d_model=d_model, choices=divisors(d_model), num_heads=num_heads))
+        raise ValueError(
+            _("num_heads must divide d_model = {d_model}: choose one of {choices}; got {num_heads}.").format(
+                d_model=d_model, choices=divisors(d_model), num_heads=num_heads
+            )
+        )
     tokens, x = toy_sentence(d_model=d_model)
-    x = x.unsqueeze(0)                                   # (1, T, d_model)
+    x = x.unsqueeze(0)  # (1, T, d_model)
     tensors = fixed_weights(d_model)
     d_head = d_model // num_heads
     with torch.no_grad():
@@ -83,8 +91,11 @@ def heads_numbers(num_heads: int, d_model: int = D_MODEL, split_heads=None, mha_
             try:
                 load_projections(module, tensors)
             except AttributeError as exc:
-                raise MissingImplementation(_("Your `MultiHeadAttention` has no {name}: its check above says "
-                                              "more.").format(name=exc.name or "W_q")) from None
+                raise MissingImplementation(
+                    _("Your `MultiHeadAttention` has no {name}: its check above says more.").format(
+                        name=exc.name or "W_q"
+                    )
+                ) from None
             result = call_student("MultiHeadAttention", module, x, x, x)
             weights = result[1][0]
             parameters = sum(p.numel() for p in module.parameters())
@@ -100,17 +111,21 @@ def heads_numbers(num_heads: int, d_model: int = D_MODEL, split_heads=None, mha_
         else:
             raise MissingImplementation(_("This lab needs your `split_heads` or `MultiHeadAttention`."))
     if weights.shape != (num_heads, len(tokens), len(tokens)):
-        raise MissingImplementation(_("The attention weights came out as {got}, not {want}; the check above says "
-                                      "more.").format(got=tuple(weights.shape), want=(num_heads, len(tokens), len(tokens))))
+        raise MissingImplementation(
+            _("The attention weights came out as {got}, not {want}; the check above says more.").format(
+                got=tuple(weights.shape), want=(num_heads, len(tokens), len(tokens))
+            )
+        )
     return HeadsNumbers(num_heads, d_model, d_head, owner, weights.detach().float(), tokens, parameters, source)
 
 
 def readout_text(n: HeadsNumbers) -> str:
     """The one-line summary under the slider."""
     heads = (_("{count} head") if n.num_heads == 1 else _("{count} heads")).format(count=n.num_heads)
-    return _("{heads} × d_head = {d_head} features = d_model {d_model}; parameters of W_q, W_k, W_v, W_o: "
-             "{parameters}  [maps from {source}]").format(heads=heads, d_head=n.d_head, d_model=n.d_model,
-                                                          parameters=f"{n.parameters:,}", source=n.source)
+    return _(
+        "{heads} × d_head = {d_head} features = d_model {d_model}; parameters of W_q, W_k, W_v, W_o: "
+        "{parameters}  [maps from {source}]"
+    ).format(heads=heads, d_head=n.d_head, d_model=n.d_model, parameters=f"{n.parameters:,}", source=n.source)
 
 
 def mosaic(weights: torch.Tensor, gap: int = 1) -> torch.Tensor:
@@ -118,7 +133,7 @@ def mosaic(weights: torch.Tensor, gap: int = 1) -> torch.Tensor:
     h, t, _width = weights.shape
     out = torch.full((t, h * (t + gap) - gap), float("nan"))
     for i in range(h):
-        out[:, i * (t + gap): i * (t + gap) + t] = weights[i]
+        out[:, i * (t + gap) : i * (t + gap) + t] = weights[i]
     return out
 
 
@@ -135,8 +150,9 @@ class HeadsFigure:
         self.ax_strip.set_yticks([])
         self.ax_strip.set_xticks(range(d_model))
         self.ax_strip.set_title(_("the d_model features, coloured by the head they go to"), fontsize=10)
-        self.maps = self.ax_maps.imshow(torch.zeros(6, 6).numpy(), cmap="Blues", vmin=0, vmax=1, aspect="equal",
-                                        interpolation="nearest")
+        self.maps = self.ax_maps.imshow(
+            torch.zeros(6, 6).numpy(), cmap="Blues", vmin=0, vmax=1, aspect="equal", interpolation="nearest"
+        )
         self.fig.subplots_adjust(left=0.06, right=0.99, top=0.9, bottom=0.12, hspace=0.6)
 
     def update(self, n: HeadsNumbers) -> None:
@@ -146,12 +162,16 @@ class HeadsFigure:
         self.maps.set_data(picture.numpy())
         self.maps.set_extent((-0.5, picture.shape[1] - 0.5, picture.shape[0] - 0.5, -0.5))
         t = len(n.tokens)
-        self.ax_maps.set_xticks([i * (t + 1) + (t - 1) / 2 for i in range(n.num_heads)],
-                                [_("head {h}").format(h=i) for i in range(n.num_heads)], fontsize=8)
+        self.ax_maps.set_xticks(
+            [i * (t + 1) + (t - 1) / 2 for i in range(n.num_heads)],
+            [_("head {h}").format(h=i) for i in range(n.num_heads)],
+            fontsize=8,
+        )
         self.ax_maps.set_yticks(range(t), n.tokens, fontsize=8)
         heads = (_("{count} head") if n.num_heads == 1 else _("{count} heads")).format(count=n.num_heads)
-        self.ax_maps.set_title(_("attention weights of each head (rows: queries, columns: keys), {heads}").format(
-            heads=heads), fontsize=10)
+        self.ax_maps.set_title(
+            _("attention weights of each head (rows: queries, columns: keys), {heads}").format(heads=heads), fontsize=10
+        )
 
     def png(self) -> bytes:
         """The figure as PNG bytes."""
@@ -166,8 +186,13 @@ class HeadsLab:
         import ipywidgets as widgets
 
         self.d_model, self.split_heads, self.mha_class = d_model, split_heads, mha_class
-        self.slider = widgets.SelectionSlider(options=divisors(d_model), value=num_heads, description=_("num_heads"),
-                                              continuous_update=False, layout=widgets.Layout(width="420px"))
+        self.slider = widgets.SelectionSlider(
+            options=divisors(d_model),
+            value=num_heads,
+            description=_("num_heads"),
+            continuous_update=False,
+            layout=widgets.Layout(width="420px"),
+        )
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
         self.figure = HeadsFigure(d_model)
@@ -188,4 +213,5 @@ class HeadsLab:
 
     def _ipython_display_(self):
         from IPython.display import display
+
         display(self.widget)

@@ -6,6 +6,7 @@ language a notebook speaks is decided by its assignment folder: a file `course-l
 next to the `helpers` folder holds its language (the English edition has none). The grader
 switches language per submission with `using(...)`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,7 +19,7 @@ from pathlib import Path
 DOMAIN = "course"
 LOCALE_DIR = Path(__file__).with_name("locale")
 LANGUAGE_FILE = Path(__file__).parent.parent / "course-language.txt"
-_local = threading.local()   # the language `using` chose, per thread (the grader judges in a thread)
+_local = threading.local()  # the language `using` chose, per thread (the grader judges in a thread)
 
 
 def edition_language() -> str:
@@ -44,7 +45,7 @@ def using(lang: str):
         _local.stack = _local.stack[:-1]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _catalogue(lang: str) -> gettext.NullTranslations:
     if lang in ("en", ""):
         return gettext.NullTranslations()

@@ -1,4 +1,5 @@
 """The course's figures: attention heatmaps and the scaling story, in a consistent style."""
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -22,8 +23,15 @@ def attention_heatmap(weights: torch.Tensor, queries: list[str], keys: list[str]
     ax.set_ylabel(_("query"))
     for i in range(w.shape[0]):
         for j in range(w.shape[1]):
-            ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                    color="white" if w[i, j] > 0.6 else "black")
+            ax.text(
+                j,
+                i,
+                f"{w[i, j]:.2f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if w[i, j] > 0.6 else "black",
+            )
     if title:
         ax.set_title(title)
     return ax
@@ -38,8 +46,10 @@ def scaling_figure(variance_rows: list[dict], sharpness_rows: list[dict]):
     axes[0].set_yscale("log")
     axes[0].set_title(_("variance of the scores"))
     d_s = [r["d_k"] for r in sharpness_rows]
-    for key, title, ax in (("max_weight", _("largest softmax weight"), axes[1]),
-                           ("grad_norm", _("gradient through softmax"), axes[2])):
+    for key, title, ax in (
+        ("max_weight", _("largest softmax weight"), axes[1]),
+        ("grad_norm", _("gradient through softmax"), axes[2]),
+    ):
         ax.plot(d_s, [r[f"{key}_raw"] for r in sharpness_rows], "o-", label=_("unscaled"))
         ax.plot(d_s, [r[f"{key}_scaled"] for r in sharpness_rows], "s-", label=_("scaled by 1/√d_k"))
         ax.set_title(title)
@@ -53,19 +63,21 @@ def scaling_figure(variance_rows: list[dict], sharpness_rows: list[dict]):
     return fig
 
 
-def head_heatmaps(weights: torch.Tensor, queries: list[str], keys: list[str], titles=None,
-                  suptitle: str = "", ncols: int = 2):
+def head_heatmaps(
+    weights: torch.Tensor, queries: list[str], keys: list[str], titles=None, suptitle: str = "", ncols: int = 2
+):
     """One attention heatmap per head, in a grid; `weights` has shape (H, T_q, T_k)."""
     H = weights.shape[0]
     ncols = min(ncols, H)
     nrows = (H + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, squeeze=False,
-                             figsize=(ncols * (0.55 * len(keys) + 1.6), nrows * (0.5 * len(queries) + 1.4)))
+    fig, axes = plt.subplots(
+        nrows, ncols, squeeze=False, figsize=(ncols * (0.55 * len(keys) + 1.6), nrows * (0.5 * len(queries) + 1.4))
+    )
     for h, ax in enumerate(axes.flat):
         if h >= H:
             ax.axis("off")
             continue
-        title = (_("head {h}: {name}").format(h=h, name=titles[h]) if titles else _("head {h}").format(h=h))
+        title = _("head {h}: {name}").format(h=h, name=titles[h]) if titles else _("head {h}").format(h=h)
         attention_heatmap(weights[h], queries, keys, title=title, ax=ax)
     if suptitle:
         fig.suptitle(suptitle)
@@ -100,18 +112,18 @@ def head_layout(heads: torch.Tensor, title: str = "", panel: str | None = None):
     return fig
 
 
-def memory_figure(rows: list[dict], limit_bytes: float = 2 ** 30, limit_label: str | None = None):
+def memory_figure(rows: list[dict], limit_bytes: float = 2**30, limit_label: str | None = None):
     """Memory of the attention matrix and of q, k, v against the sequence length (log-log)."""
     limit_label = _("1 GiB") if limit_label is None else limit_label
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     lengths = [r["T"] for r in rows]
-    ax.plot(lengths, [r["weights_bytes"] / 2 ** 20 for r in rows], "o-", label=_("attention weights (B, H, T, T)"))
-    ax.plot(lengths, [r["qkv_bytes"] / 2 ** 20 for r in rows], "s-", label=_("q, k, v (3 × (B, T, d_model))"))
-    ax.axhline(limit_bytes / 2 ** 20, color="crimson", linestyle="--", label=limit_label)
+    ax.plot(lengths, [r["weights_bytes"] / 2**20 for r in rows], "o-", label=_("attention weights (B, H, T, T)"))
+    ax.plot(lengths, [r["qkv_bytes"] / 2**20 for r in rows], "s-", label=_("q, k, v (3 × (B, T, d_model))"))
+    ax.axhline(limit_bytes / 2**20, color="crimson", linestyle="--", label=limit_label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xticks(lengths, [str(t) for t in lengths])
-    ticks = [2 ** k for k in range(0, 21, 2)]                          # 1 MiB, 4 MiB, ... in MiB
+    ticks = [2**k for k in range(0, 21, 2)]  # 1 MiB, 4 MiB, ... in MiB
     low, high = ax.get_ylim()
     ticks = [t for t in ticks if low <= t <= high]
     ax.set_yticks(ticks, [f"{t} MiB" if t < 1024 else f"{t // 1024} GiB" for t in ticks])
@@ -129,6 +141,7 @@ def trained_heads_figure(result):
     """How each head's map changed during training, next to the ideal map of the relation it is
     closest to: one row per head, one column per snapshot, the ideal map last."""
     from .trained_heads import relation_names
+
     steps = sorted(result.snapshots)
     H, tokens = result.num_heads, result.example
     names, matched = relation_names(), result.matched()

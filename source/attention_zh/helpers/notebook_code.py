@@ -5,6 +5,7 @@ grader to take a submission's definitions (functions, classes, imports and const
 assignments to names) and nothing else: a stray `sys.exit()`, a plot or a cell that raises is
 left behind. Test cells are never read.
 """
+
 from __future__ import annotations
 
 import ast
@@ -18,12 +19,6 @@ _counter = itertools.count()
 
 # Statements kept from a code cell: what defines names, not what acts.
 _KEPT = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
-
-
-
-
-
-
 
 
 def _strip_magics(source: str) -> str:
@@ -62,9 +57,6 @@ def definition_statements(source: str, assignments: bool = False) -> list[str]:
     tree = ast.parse(_strip_magics(source))
     keep = _is_assignment if assignments else _is_constant_assignment
     return [ast.unparse(node) for node in tree.body if isinstance(node, _KEPT) or keep(node)]
-
-
-
 
 
 def notebook_statements(notebook: dict, course_cells: set[str] | None = None, which: str = "all") -> list[str]:
@@ -106,11 +98,11 @@ def import_statements(notebook: dict) -> list[str]:
 
 def course_cell_sources(notebook: dict) -> set[str]:
     """The sources of a notebook's code cells that are neither answers nor tests: the course's own."""
-    return {cell_source(c).strip() for c in notebook.get("cells", [])
-            if c.get("cell_type") == "code" and not is_answer_cell(c) and not is_test_cell(c)}
-
-
-
+    return {
+        cell_source(c).strip()
+        for c in notebook.get("cells", [])
+        if c.get("cell_type") == "code" and not is_answer_cell(c) and not is_test_cell(c)
+    }
 
 
 def run_statements(statements: list[str], namespace: dict | None = None) -> tuple[dict, list[str]]:
@@ -120,12 +112,12 @@ def run_statements(statements: list[str], namespace: dict | None = None) -> tupl
     """
     namespace = {"__name__": "notebook_definitions"} if namespace is None else namespace
     errors = []
-    for index, statement in enumerate(statements):
+    for statement in statements:
         filename = f"<definition {next(_counter)}>"
         # Registered like IPython registers cells, so that inspect.getsource finds the code.
         linecache.cache[filename] = (len(statement), None, statement.splitlines(True), filename)
         try:
-            exec(compile(statement, filename, "exec"), namespace)  # noqa: S102
+            exec(compile(statement, filename, "exec"), namespace)
         except Exception as exc:  # a broken definition must not hide the others
             first_line = statement.splitlines()[0] if statement else ""
             errors.append(f"{first_line!r} raised {type(exc).__name__}: {exc}")
@@ -147,10 +139,14 @@ def forbidden_uses(source: str, names: tuple[str, ...], own_name: str = "") -> l
         tree = ast.parse(_strip_magics(source))
     except SyntaxError:
         return []
-    docstrings = {id(body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                  and (body := node.body) and isinstance(body[0], ast.Expr)
-                  and isinstance(body[0].value, ast.Constant)}
+    docstrings = {
+        id(body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and (body := node.body)
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+    }
     found = []
     for node in ast.walk(tree):
         if id(node) in docstrings:
