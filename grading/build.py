@@ -106,4 +106,6 @@ def build(course: Course | None = None) -> None:
 
 
 if __name__ == "__main__":
-    build()
+    from pathlib import Path
+
+    build(load(Path.cwd()))

@@ -60,10 +60,10 @@ Layers (``Policy.layers``, any subset of ``LAYERS``, stacked):
     (Debian: kernel.unprivileged_userns_clone; Ubuntu 24.04 restricts them through AppArmor,
     kernel.apparmor_restrict_unprivileged_userns). /proc/sys, /proc/sysrq-trigger and the like
     are covered read-only (bwrap leaves /proc/sys writable, and a uid-0 child could write
-    kernel.core_pattern). Outside it: without ``landlock`` there is no seccomp sandbox filter
-    (the kernel's syscall surface, e.g. creating user namespaces, stays open, and sockets work on
-    the sandbox's own loopback); without ``user`` a root supervisor's child stays uid 0 (without
-    capabilities) inside.
+    kernel.core_pattern). bwrap itself (the sandbox's pid 1) runs with an empty environment, and
+    the seccomp sandbox filter of ``landlock`` is applied with this layer too (no sockets but unix
+    ones, even on the sandbox's own loopback). Outside it: without ``user`` a root supervisor's
+    child stays uid 0 (without capabilities) inside.
 
 ``user``
     When the supervisor runs as root, the program runs as the unprivileged system user
@@ -741,8 +741,10 @@ def _inner(cfg: dict, status: int) -> None:
     argv = cfg["argv"]
     path = _which(argv[0], env)
     uid0 = bool(layers) and (os.getuid() == 0 or os.geteuid() == 0)
-    if "landlock" in layers or uid0:
-        seccomp_install(sandbox="landlock" in layers, uid0=uid0)
+    if "landlock" in layers or "bwrap" in layers or uid0:
+        # The sandbox filter (no sockets but unix ones, no ptrace, io_uring, namespaces...) goes
+        # with either layer: bwrap's own network namespace would still offer a loopback.
+        seccomp_install(sandbox="landlock" in layers or "bwrap" in layers, uid0=uid0)
     if path is None:
         _send(status, "X", f"127\t{argv[0]}: command not found")
         os._exit(127)
@@ -1185,8 +1187,15 @@ class Supervisor:
         argv = _bwrap_argv(self.policy, info_w, "user" in cfg["layers"])
         argv += ["--", base_python, "-I", "-S", f"/proc/self/fd/{src}", "--inner", json.dumps(cfg)]
         try:
+            # bwrap itself is the sandbox's pid 1, whose /proc/1/environ the program can read: it
+            # gets no environment of the grader's (the program's own comes from --setenv).
             proc = subprocess.Popen(
-                argv, pass_fds=(info_w, status_w, src, stderr_copy), stderr=err_w, process_group=0, close_fds=True
+                argv,
+                pass_fds=(info_w, status_w, src, stderr_copy),
+                stderr=err_w,
+                process_group=0,
+                close_fds=True,
+                env={"PATH": "/usr/bin:/bin"},
             )
         finally:
             for fd in (info_w, err_w, src, stderr_copy):

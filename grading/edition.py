@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true", help="list missing and stale translations")
     parser.add_argument("--update", action="store_true", help="merge new English units into the catalogues")
     args = parser.parse_args(argv)
-    course = load()
+    course = load(Path.cwd())  # the course this command runs in (a copy of it, in the tests)
     others = [e for e in course.editions if e.language != "en"]
     status = 0
     for edition in others:

@@ -274,16 +274,32 @@ def merge(course: Course, subs: list[Submission], folder: Path) -> None:
         sub.graded = True
 
 
-def write_tables(course: Course, subs: list[Submission], seed: int) -> None:
+def write_tables(course: Course, subs: list[Submission], seed: int, layers: list[str]) -> None:
     """grades.csv (a row per notebook and a total per student and assignment) and
-    grades_by_cell.csv, from the course gradebook: the same numbers `nbgrader export` gives."""
+    grades_by_cell.csv, from the course gradebook: the same numbers `nbgrader export` gives. The
+    seed and the confinement layers are those of this run, for the students it graded (a student
+    graded earlier keeps them in their feedback's grading summary)."""
     from nbgrader.api import Gradebook
 
     problems = {(s.student, s.assignment): "; ".join(s.problems + s.faults) for s in subs}
+    this_run = {(s.student, s.assignment) for s in subs}
+    confinement = "+".join(layers) or "none"
     db = course.root / "gradebook.db"
     with open(course.root / "grades.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", "assignment", "notebook", "score", "max_score", "late_penalty", "problems", "seed"])
+        writer.writerow(
+            [
+                "student",
+                "assignment",
+                "notebook",
+                "score",
+                "max_score",
+                "late_penalty",
+                "problems",
+                "seed",
+                "confinement",
+            ]
+        )
         for edition in course.editions:
             rows = records.grades(db, edition.assignment)
             for student in sorted({r.student for r in rows}):
@@ -298,7 +314,7 @@ def write_tables(course: Course, subs: list[Submission], seed: int) -> None:
                             f"{r.max_score:g}",
                             f"{r.late_penalty:g}",
                             "",
-                            seed,
+                            *((seed, confinement) if (student, r.assignment) in this_run else ("", "")),
                         ]
                     )
                 writer.writerow(
@@ -310,7 +326,7 @@ def write_tables(course: Course, subs: list[Submission], seed: int) -> None:
                         f"{sum(r.max_score for r in own):g}",
                         f"{sum(r.late_penalty for r in own):g}",
                         problems.get((student, edition.assignment), ""),
-                        seed,
+                        *((seed, confinement) if (student, edition.assignment) in this_run else ("", "")),
                     ]
                 )
     with open(course.root / "grades_by_cell.csv", "w", newline="") as handle, Gradebook(f"sqlite:///{db}") as gb:
@@ -427,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
                     sub.faults.append(f"grading failed: {exc!r}")
     for group, folder in zip(groups, folders):  # one writer
         merge(course, group, folder)
-    write_tables(course, subs, seed)
+    write_tables(course, subs, seed, layers)
     failed = [s for s in subs if s.faults]
     for sub in subs:
         print(f"  {sub.student} ({sub.assignment}): {'graded' if sub.graded else 'NOT GRADED'}")

@@ -255,10 +255,15 @@ class ConfinedExecute(Execute):
 
     async def async_start_new_kernel_client(self):
         try:
-            return await super().async_start_new_kernel_client()
+            client = await super().async_start_new_kernel_client()
         except Exception:
             self._why_not_started()
             raise
+        # nbclient watches the kernel's process, not its heartbeat; and a heartbeat channel whose
+        # kernel died (a student's code can kill it) blocks forever on its next ping over ipc, so
+        # that stopping it at the end of the notebook would hang nbgrader.
+        client.hb_channel.pause()
+        return client
 
     # nbclient's blocking versions wrap its own coroutines: wrap ours instead.
     start_new_kernel = run_sync(async_start_new_kernel)

@@ -39,6 +39,10 @@ def execute(path: Path, timeout: int = 900) -> float:
     ).execute()
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)
+        for k, output in enumerate(cell.get("outputs", [])):   # a widget's random id: noise in every diff
+            view = output.get("data", {}).get("application/vnd.jupyter.widget-view+json")
+            if view:
+                view["model_id"] = f"{cell.id}-{k}"
     notebook.metadata.pop("widgets", None)  # random model ids: noise in every diff, and not needed
     nbformat.write(notebook, path)
     return time.monotonic() - start
@@ -68,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("notebooks", nargs="*", help="only these notebooks (default: all)")
     parser.add_argument("--no-execute", action="store_true", help="do not re-run the notebooks")
     args = parser.parse_args(argv)
-    course = load()
+    course = load(Path.cwd())  # the course this command runs in (a copy of it, in the tests)
     build(course)
     names = args.notebooks or list(course.notebooks)
     if not args.no_execute:

@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dest", type=Path)
     args = parser.parse_args(argv)
-    course = load()
+    course = load(Path.cwd())  # the course this command runs in (a copy of it, in the tests)
     folder = write(course, args.dest)
     problems = scan(course, folder)
     for problem in problems:

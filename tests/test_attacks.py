@@ -12,6 +12,7 @@ machine cannot offer is a failure, not a skip.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import os
 import secrets
@@ -125,6 +126,9 @@ def test_grading_ran_confined_by_the_layer_asked_for(graded):
     assert f"{graded['layer']} on" in proc.stdout
     summary = (graded["root"] / "autograded" / "control" / "attention" / "01_scaling_problem.ipynb").read_text()
     assert f"confinement: {graded['layer']}" in summary
+    with open(graded["root"] / "grades.csv") as handle:
+        totals = [r for r in csv.DictReader(handle) if r["notebook"] == "TOTAL"]
+    assert totals and all(r["confinement"] == graded["layer"] for r in totals), totals
 
 
 def test_every_attempt_scores_zero(graded):

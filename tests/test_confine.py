@@ -31,6 +31,7 @@ pytestmark = pytest.mark.slow
 ROOT = os.geteuid() == 0
 SETS = [["landlock"], ["bwrap"]] + ([["bwrap", "landlock", "user"]] if ROOT else [])
 CI = os.environ.get("CI") == "true"
+SECRET = "grader-secret-" + uuid.uuid4().hex
 
 PRELUDE = r"""
 import ctypes, errno, json, os, signal, socket, sys, time
@@ -149,6 +150,7 @@ class Box:
         cmd = confine.command(
             policy or self.policy(), [sys.executable, str(script), *args], str(self.base / "policy.json")
         )
+        popen.setdefault("env", dict(os.environ, CONFINE_TEST_SECRET=SECRET))  # the grader's secrets
         proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, **popen
         )
@@ -409,14 +411,30 @@ done()
     assert rc == 0 and r.get("ran"), (out, err)
     for name in ("tcp", "abstract", "raw_socket"):
         assert failed(r, name), (name, r[name])
-    # bwrap alone: sockets work, on the sandbox's own loopback (the listener above saw nothing).
-    if "landlock" in box.layers:
-        assert failed(r, "udp"), r["udp"]
+    # Every layer set carries the seccomp filter: no inet socket at all, not even on bwrap's loopback.
+    assert failed(r, "udp"), r["udp"]
     assert r["unix_here"] == ["ok", repr("ping")] and r["socketpair"][0] == "ok"
-    if "landlock" in box.layers:
-        for name in ("inet_socket", "inet6_socket"):
-            assert r[name][:3] == ["err", "PermissionError", 13], (name, r[name])
-        assert r["netlink"][:3] == ["err", "OSError", 95], r["netlink"]  # EOPNOTSUPP, for zmq
+    for name in ("inet_socket", "inet6_socket"):
+        assert r[name][:3] == ["err", "PermissionError", 13], (name, r[name])
+    assert r["netlink"][:3] == ["err", "OSError", 95], r["netlink"]  # EOPNOTSUPP, for zmq
+
+
+def test_no_process_in_reach_shows_the_graders_environment(box):
+    code = """
+found = []
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        for what in ("environ", "cmdline"):
+            try:
+                found.append(open(f"/proc/{pid}/{what}", "rb").read().decode(errors="replace"))
+            except OSError:
+                pass
+R["seen"] = found
+done()
+"""
+    rc, r, out, err = box.run(code)
+    assert rc == 0 and r.get("ran") and r["seen"], (out, err)
+    assert not any(SECRET in text for text in r["seen"]), "a confined process read the grader's environment"
 
 
 def test_setsid_double_fork_is_gone(box):

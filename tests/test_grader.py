@@ -150,3 +150,13 @@ def test_the_course_gradebook_holds_every_student_and_equals_grades_csv(graded):
             assert submission_.score == totals[(student, assignment)]
             assert not submission_.needs_manual_grade
     assert totals[("alternative0", plan["alternative0"][0])] == COURSE.total_points
+
+
+def test_a_chinese_submission_gets_chinese_feedback(graded):
+    course, plan, _, _ = graded
+    chinese = [(s, a) for s, (a, _) in plan.items() if a != "attention"]
+    assert chinese, "no student submitted the Chinese edition"
+    student, assignment = chinese[0]
+    page = (course / "feedback" / student / assignment / "02_scaled_dot_product_attention.html").read_text()
+    assert "评分摘要" in page and "得分" in page and 'lang="zh-CN"' in page
+    assert "Grading summary" not in page
