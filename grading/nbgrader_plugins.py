@@ -99,12 +99,15 @@ class _Run:
                 self.settings,
                 self.layers,
                 workspace,
-                self.language(assignment),
+                self.course.edition(assignment).name if assignment in self._assignments() else "en",
             )
         return self.trusted[key]
 
     def submitted(self, student: str, assignment: str) -> Path:
         return Path(self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment))
+
+    def _assignments(self) -> set[str]:
+        return {edition.assignment for edition in self.course.editions}
 
     def language(self, assignment: str) -> str:
         try:

@@ -39,7 +39,7 @@ def execute(path: Path, timeout: int = 900) -> float:
     ).execute()
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)
-        for k, output in enumerate(cell.get("outputs", [])):   # a widget's random id: noise in every diff
+        for k, output in enumerate(cell.get("outputs", [])):  # a widget's random id: noise in every diff
             view = output.get("data", {}).get("application/vnd.jupyter.widget-view+json")
             if view:
                 view["model_id"] = f"{cell.id}-{k}"

@@ -107,8 +107,9 @@ def _is_own(node: ast.AST, self_name: str | None) -> bool:
 
 
 class _Reader(ast.NodeVisitor):
-    def __init__(self, forbidden: tuple[str, ...]):
+    def __init__(self, forbidden: tuple[str, ...], names: tuple[str, ...] = ()):
         self.forbidden = forbidden
+        self.names = names  # the course's own exercise names: a string equal to one is not a built-in
         self.found: list[str] = []
         self.stack: list[ast.AST] = []
         self.allowed: set[int] = set()  # getattr/setattr nodes called on self
@@ -157,7 +158,7 @@ class _Reader(ast.NodeVisitor):
                 if node.id not in SELF_ONLY
                 else _("{name}() on anything but self").format(name=node.id)
             )
-        if self._mentions(node.id):
+        if node.id not in self.names and self._mentions(node.id):
             self.say(_("the built-in {name}").format(name=node.id))
         if isinstance(node.ctx, ast.Store) and node.id == _self_name(self.stack):
             self.say(_("assigning to {name}").format(name=node.id))
@@ -178,7 +179,7 @@ class _Reader(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Constant(self, node):
-        if isinstance(node.value, str) and self._mentions(node.value):
+        if isinstance(node.value, str) and node.value not in self.names and self._mentions(node.value):
             self.say(_("a string naming a built-in"))
         self.generic_visit(node)
 
@@ -198,9 +199,10 @@ def _docstrings(tree: ast.AST) -> set[int]:
     }
 
 
-def violations(statements: list[str], forbidden: tuple[str, ...]) -> list[str]:
-    """What the statements do that an exercise forbidding built-ins does not allow (empty: nothing)."""
-    reader = _Reader(tuple(forbidden))
+def violations(statements: list[str], forbidden: tuple[str, ...], names: tuple[str, ...] = ()) -> list[str]:
+    """What the statements do that an exercise forbidding built-ins does not allow (empty: nothing).
+    `names`: the course's exercise names, which a string may hold (`demos.attempt("name", ...)`)."""
+    reader = _Reader(tuple(forbidden), tuple(names))
     for statement in statements:
         try:
             tree = ast.parse(statement)

@@ -139,13 +139,15 @@ class Unit:
     exercises: list[str]
 
 
-def statements_of(course: Course, notebook: str, path: Path, forbidding: bool) -> tuple[list[str], list[str]]:
+def statements_of(
+    course: Course, notebook: str, path: Path, forbidding: bool, edition: str = "en"
+) -> tuple[list[str], list[str]]:
     """(the definitions the sandbox runs for a submitted notebook, the student's part of them).
 
     Test cells and top-level actions are left out. For a notebook whose exercises forbid the
     built-ins, the course's own cells contribute only their imports of the modules attention
     needs (not the course's helpers or demo functions, which may use a built-in)."""
-    course_cells = course_cell_sources(read_notebook(course.source_notebook(notebook)))
+    course_cells = course_cell_sources(read_notebook(course.source_notebook(notebook, edition)))
     submitted = read_notebook(path)
     student = notebook_statements(submitted, course_cells, which="student")
     ours = notebook_statements(submitted, course_cells, which="course")
@@ -292,21 +294,22 @@ def grade_student(
     settings: Grading,
     layers: list[str],
     workspace: Workspace,
-    language: str = "en",
+    edition: str = "en",
 ) -> dict[str, list[Verdict]]:
-    """The trusted verdict on every test cell of a student's notebooks (by notebook name).
+    """The trusted verdict on every test cell of a student's notebooks (by notebook name), judged
+    against the course's cells of the submission's edition and in its language.
 
     Raises ConfinementFailed when the sandbox could not be confined (the caller reports the
     student and grades nothing for them)."""
     student_course.install(course.student_view())
     try:
-        with using(language):
-            return _grade_student(course, paths, seed, settings, layers, workspace)
+        with using(course.edition(edition).language):
+            return _grade_student(course, paths, seed, settings, layers, workspace, edition)
     finally:
         student_course.install(None)
 
 
-def _grade_student(course, paths, seed, settings, layers, workspace) -> dict[str, list[Verdict]]:
+def _grade_student(course, paths, seed, settings, layers, workspace, edition="en") -> dict[str, list[Verdict]]:
     verdicts: dict[str, dict[str, Verdict]] = {}
     units, decided = [], {}
     for notebook in course.graded_notebooks():
@@ -329,7 +332,7 @@ def _grade_student(course, paths, seed, settings, layers, workspace) -> dict[str
             )
             continue
         forbidding = any(item.forbid_builtins for item in course.items_in(notebook))
-        statements, own = statements_of(course, notebook, path, forbidding)
+        statements, own = statements_of(course, notebook, path, forbidding, edition)
         run = []
         for item in course.items_in(notebook):
             cell = cells[item.name]
@@ -339,7 +342,7 @@ def _grade_student(course, paths, seed, settings, layers, workspace) -> dict[str
                     decided[item.name] = Verdict(cell, score, reason)
                     continue
                 if item.forbid_builtins:
-                    found = violations(own, course.forbidden)
+                    found = violations(own, course.forbidden, tuple(i.name for i in course.exercises()))
                     if found:
                         decided[item.name] = Verdict(cell, 0.0, refusal(item.name, found))
                         continue

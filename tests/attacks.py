@@ -395,7 +395,7 @@ escape("write a huge file", lambda: open("huge.bin", "wb").write(b"0" * (600 * 2
             {
                 "scaled_scores": "def scaled_scores(q, k):\n    import os\n    os._exit(3)\n",
                 "scaled_dot_product_attention": "def scaled_dot_product_attention(q, k, v, mask=None):\n"
-                "    hog = torch.ones(3 * 1024 ** 3)\n    return hog, hog\n",
+                "    hog = torch.ones(1024 ** 3)  # 4 GiB: over the 2 GiB cap\n    return hog, hog\n",
                 "split_heads": "def split_heads(x, num_heads):\n    while True:\n        pass\n",
                 "concat_heads": "def concat_heads(x):\n    import ctypes\n    return ctypes.string_at(0)\n",
                 "to_torch_mha": "def to_torch_mha(mha):\n    import time\n    time.sleep(10 ** 6)\n",

@@ -59,6 +59,17 @@ def test_own_layers_may_be_reached_with_getattr_and_setattr():
     assert violations([source], COURSE.forbidden) == []
 
 
+def test_a_string_may_name_the_students_own_exercise():
+    source = (
+        "def demo(q, k, v):\n"
+        "    return demos.attempt('scaled_dot_product_attention', scaled_dot_product_attention, q, k, v)\n"
+    )
+    names = tuple(i.name for i in COURSE.exercises())
+    assert violations([source], COURSE.forbidden, names) == []
+    assert violations(["NAME = 'scaled_dot_product_flash'\n"], COURSE.forbidden, names)
+    assert violations(["from torch.nn.functional import scaled_dot_product_attention\n"], COURSE.forbidden, names)
+
+
 def test_a_docstring_may_name_the_built_in():
     source = 'def f(q):\n    """Like F.scaled_dot_product_attention, by hand."""\n    return q\n'
     assert violations([source], COURSE.forbidden) == []
