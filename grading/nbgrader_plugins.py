@@ -7,7 +7,9 @@ same way:
   the student's workspace (`grading.workspace`), started through the `attention-confined`
   kernelspec, talking to nbgrader over unix sockets in the workspace (no network); after a cell
   runs out of time or the kernel dies, the rest of the notebook is not run;
-- `TrustedGrades` comes right after `SaveAutoGrades` (and before `AssignLatePenalties`, so late
+- `SaveAutoGradesSafely` replaces nbgrader's `SaveAutoGrades` (a test cell whose output nbgrader
+  cannot read as a grade no longer stops the notebook);
+- `TrustedGrades` comes right after it (and before `AssignLatePenalties`, so late
   penalties apply to the trusted score): the trusted verdict (`grading.trusted`) decides every
   test cell's `auto_score`, leaves a teacher's `manual_score` and extra credit alone, writes the
   reason as the answer cell's automatic comment, and puts a grading summary at the top of the
@@ -33,7 +35,7 @@ from nbclient.exceptions import DeadKernelError
 from nbclient.util import run_sync
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor, SaveAutoGrades
 
 from . import confine
 from .manifest import Course, load
@@ -64,6 +66,7 @@ class _Run:
             )
         self.workspaces: dict[tuple[str, str], Workspace] = {}
         self.trusted: dict[tuple[str, str], concurrent.futures.Future] = {}
+        self.timed_out: set[tuple[str, str]] = set()  # students whose code ran out of time in a cell
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no student process may read this one's memory
@@ -228,13 +231,22 @@ class ConfinedExecute(Execute):
             [str(self._workspace.root.parent), *filter(None, [os.environ.get("JUPYTER_PATH")])]
         )
         self.kernel_name = KERNEL_NAME
-        self.timeout = run.settings.cell_timeout
+        self._run, self._student = run, (student, assignment)
+        self._timeout = (
+            run.settings.cell_timeout if self._student not in run.timed_out else max(5, run.settings.cell_timeout // 10)
+        )
         self._stopped = ""
         try:
             return super().preprocess(nb, resources)
         except ConfinementFailed as failed:
             run.fault(student, assignment, notebook, "confinement", str(failed))
             raise
+        except Exception as exc:
+            # nbgrader would drop the whole student; the notebook keeps what ran, the trusted
+            # verdict decides its cells, and the kernel goes.
+            self.log.warning("%s/%s: the kernel's channel failed (%s); the rest was not run", student, notebook, exc)
+            self._kill_kernel()
+            return getattr(self, "nb", nb), resources
         finally:
             self._policy.unlink(missing_ok=True)
             sweep_orphans()
@@ -272,6 +284,19 @@ class ConfinedExecute(Execute):
     start_new_kernel = run_sync(async_start_new_kernel)
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
+    def _stop(self, cell, ename: str, evalue: str, line: str, later: str):
+        """Record why this cell failed and skip the rest of the notebook."""
+        cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[line]))
+        self._stopped = later
+        return cell, self.resources
+
+    def _kill_kernel(self) -> None:
+        km = getattr(self, "km", None)
+        process = getattr(getattr(km, "provisioner", None), "process", None)
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+
     def _why_not_started(self) -> None:
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
         for _ in range(50):
@@ -282,6 +307,10 @@ class ConfinedExecute(Execute):
             raise ConfinementFailed("the student's kernel could not be confined")
 
     def preprocess_cell(self, cell, resources, index):
+        # nbclient re-reads its traits from the configuration when a notebook starts, so the time
+        # limit is set here, cell by cell: the course's, or a short one once this student's code
+        # has run out of time in an earlier notebook (an endless loop costs one timeout in all).
+        self.timeout = self._timeout
         if self._stopped:
             if cell.cell_type == "code" and cell.source.strip():
                 cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=self._stopped + "\n")]
@@ -289,16 +318,21 @@ class ConfinedExecute(Execute):
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
-            cell.outputs.append(
-                nbformat.v4.new_output(
-                    "error",
-                    ename="DeadKernelError",
-                    evalue="the kernel died while running this cell",
-                    traceback=["The kernel died while running this cell (a crash, os._exit, or too much memory)."],
-                )
+            return self._stop(
+                cell,
+                "DeadKernelError",
+                "the kernel died while running this cell",
+                "The kernel died while running this cell (a crash, os._exit, or too much memory).",
+                "Not run: the kernel died in an earlier cell.",
             )
-            self._stopped = "Not run: the kernel died in an earlier cell."
-            return cell, resources
+        except Exception as exc:
+            return self._stop(
+                cell,
+                type(exc).__name__,
+                "the kernel's channel broke",
+                "The kernel sent something that is not a Jupyter message; the rest was not run.",
+                "Not run: the kernel's channel broke in an earlier cell.",
+            )
         if any(
             o.get("output_type") == "error" and o.get("ename") == self.error_on_timeout["ename"]
             for o in cell.get("outputs", [])
@@ -306,7 +340,25 @@ class ConfinedExecute(Execute):
             self._stopped = (
                 f"Not run: an earlier cell ran longer than {self.timeout} s, so the rest of this notebook was skipped."
             )
+            self._run.timed_out.add(self._student)
         return cell, resources
+
+
+class SaveAutoGradesSafely(SaveAutoGrades):
+    """nbgrader's SaveAutoGrades, except that a test cell whose output nbgrader cannot read as a
+    grade (a student's kernel can make a test cell show a number above its points, which nbgrader
+    reads as partial credit and rejects) no longer stops the notebook: its score waits at 0 for
+    the trusted verdict, which decides every test cell right after."""
+
+    def _add_score(self, cell, resources) -> None:
+        try:
+            super()._add_score(cell, resources)
+        except ValueError:
+            grade = self.gradebook.find_grade(
+                cell.metadata["nbgrader"]["grade_id"], self.notebook_id, self.assignment_id, self.student_id
+            )
+            grade.auto_score, grade.needs_manual_grade = 0.0, False
+            self.gradebook.db.commit()
 
 
 class TrustedGrades(NbGraderPreprocessor):

@@ -340,7 +340,7 @@ try:   # processes meant to outlive grading (the test looks for the token in eve
     print("started processes meant to outlive grading")
 except BaseException as exc:
     print("could not start a process:", type(exc).__name__)
-escape("signal the grader", lambda: [os.kill(os.getppid(), signal.SIGSTOP), os.kill(os.getppid(), signal.SIGCONT)])
+escape("signal the grader", lambda: [os.kill({p["grader_pid"]}, 0), os.kill({p["grader_pid"]}, signal.SIGCONT)])
 import ctypes
 escape("trace the parent", lambda: ctypes.CDLL(None, use_errno=True).ptrace(16, os.getppid(), 0, 0) == 0 or 1 / 0)
 """

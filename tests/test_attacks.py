@@ -84,6 +84,7 @@ def graded(request, tmp_path_factory):
         "other_canary": str(control / "notes.txt"),
         "marker": marker,
         "port": listener.port,
+        "grader_pid": os.getpid(),  # outside every layer: the test that runs the grading
         "instructor": str(course.source_notebook("02_scaled_dot_product_attention")),
         "instructor_04": str(course.source_notebook("04_concat_heads")),
     }
