@@ -40,6 +40,7 @@ from .cases import all_cases
 from .limits import watch
 from .manifest import Course, Item
 from .policy import allowed_import, refusal, violations
+from .sandbox import WALL_FACTOR
 from .settings import Grading
 from .workspace import Workspace
 
@@ -185,7 +186,9 @@ def run_sandbox(
             proc.stdin.close()
             # The driver limits each exercise; this is the backstop for the whole run.
             problem = watch(
-                proc, int(settings.memory_gib * 2**30) + 2**30, STARTUP_SECONDS + exercises * (settings.seconds + 10)
+                proc,
+                int(settings.memory_gib * 2**30) + 2**30,
+                STARTUP_SECONDS + exercises * (WALL_FACTOR * settings.seconds + 10),
             )
             proc.wait()
         finally:

@@ -373,20 +373,19 @@ escape("write a huge file", lambda: open("huge.bin", "wb").write(b"0" * (600 * 2
     )
     return [
         Student(
-            "escaper_reads",
-            {"raw_scores": reads + _wrong(course, "raw_scores"), "concat_heads": reader_from_disk},
-            {"raw_scores": ("attack", "reads"), "concat_heads": ("attack", "solution_from_disk")},
-        ),
-        Student(
-            "escaper_writes",
+            "escaper",
             {
+                "raw_scores": reads + _wrong(course, "raw_scores"),
                 "scaled_scores": writes + _wrong(course, "scaled_scores"),
                 "split_heads": inside_function,
+                "concat_heads": reader_from_disk,
                 "to_torch_mha": bomb + _wrong(course, "to_torch_mha"),
             },
             {
+                "raw_scores": ("attack", "reads"),
                 "scaled_scores": ("attack", "writes"),
                 "split_heads": ("attack", "kill_the_parent"),
+                "concat_heads": ("attack", "solution_from_disk"),
                 "to_torch_mha": ("attack", "bomb"),
             },
         ),

@@ -33,34 +33,48 @@ def wrong_answers() -> dict[str, list[str]]:
     return {i.name: (i.wrong_options if i.is_choice else list(i.mistakes)) for i in COURSE.items}
 
 
-def build_class(course_root) -> dict[str, tuple[str, dict[str, str]]]:
-    """Write the students; return, per student, (assignment, which wrong answer each item carries)."""
+def build_class(course_root) -> dict[str, tuple[str, dict[str, str], dict[str, int]]]:
+    """Write the students; return, per student: assignment, the wrong answer each item carries,
+    and the alternative (right answer in another style) each item carries.
+
+    Mutant k carries the k-th wrong answer of every item that has one, and an alternative on the
+    other items; alternatives no mutant has room for go to the trick students' untouched items."""
     course = load(course_root)
     editions = [e.assignment for e in course.editions]
-    plan: dict[str, tuple[str, dict[str, str]]] = {}
+    plan: dict[str, tuple[str, dict[str, str], dict[str, int]]] = {}
     catalogue = wrong_answers()
+    placed: set[tuple[str, int]] = set()
     for k in range(max(len(v) for v in catalogue.values())):
         carried = {item: answers[k] for item, answers in catalogue.items() if k < len(answers)}
+        others = {i.name: k % len(i.alternatives) for i in course.items if i.name not in carried and i.alternatives}
         assignment = editions[k % len(editions)]
-        edition = course.edition(assignment).name
         answers = {item: wrong_answer(course, item, mistake) for item, mistake in carried.items()}
-        write_submission(
-            course_root, f"mutant{k:02d}", submission(course, answers, course.graded_notebooks(), edition), assignment
-        )
-        plan[f"mutant{k:02d}"] = (assignment, carried)
-    for i in range(2):
-        answers = {item.name: item.alternatives[i] for item in course.items if len(item.alternatives) > i}
-        assignment = editions[(i + 1) % len(editions)]
-        write_submission(
-            course_root,
-            f"alternative{i}",
-            submission(course, answers, course.graded_notebooks(), course.edition(assignment).name),
-            assignment,
-        )
-        plan[f"alternative{i}"] = (assignment, {})
+        answers |= {item: course.item(item).alternatives[n] for item, n in others.items()}
+        placed |= set(others.items())
+        notebooks = submission(course, answers, course.graded_notebooks(), course.edition(assignment).name)
+        write_submission(course_root, f"mutant{k:02d}", notebooks, assignment)
+        plan[f"mutant{k:02d}"] = (assignment, carried, others)
+    left = [(i.name, n) for i in course.items for n in range(len(i.alternatives)) if (i.name, n) not in placed]
     for student in attacks.tricks(course):
+        extra = {}
+        for item, n in list(left):
+            if item not in student.expected and item not in extra:
+                extra[item] = n
+                left.remove((item, n))
+        student.answers |= {item: course.item(item).alternatives[n] for item, n in extra.items()}
         write_submission(course_root, student.name, student.build(course), "attention")
-        plan[student.name] = ("attention", {})
+        plan[student.name] = ("attention", {}, extra)
+    n = 0
+    while left:  # the alternatives of items every student above answers in their own way
+        extra = {}
+        for item, k in list(left):
+            if item not in extra:
+                extra[item] = k
+                left.remove((item, k))
+        answers = {item: course.item(item).alternatives[k] for item, k in extra.items()}
+        write_submission(course_root, f"styles{n}", submission(course, answers, course.graded_notebooks()), "attention")
+        plan[f"styles{n}"] = ("attention", {}, extra)
+        n += 1
     return plan
 
 
@@ -76,7 +90,7 @@ def graded(tmp_path_factory):
 def test_every_wrong_answer_loses_points_on_its_own_cell_and_nowhere_else(graded):
     course, plan, cells, _ = graded
     killed, survived = defaultdict(int), []
-    for student, (_, carried) in plan.items():
+    for student, (_, carried, _) in plan.items():
         if not student.startswith("mutant"):
             continue
         for item, mistake in carried.items():
@@ -100,11 +114,23 @@ def test_every_wrong_answer_loses_points_on_its_own_cell_and_nowhere_else(graded
 
 def test_right_answers_in_other_styles_keep_full_marks(graded):
     _, plan, cells, _ = graded
-    for student in [s for s in plan if s.startswith("alternative")] + ["messy"]:
-        own = {k[1]: r for k, r in cells.items() if k[0] == student}
-        assert len(own) == len(COURSE.items), student
-        lost = {c: r["reason"] for c, r in own.items() if r["score"] != r["max_score"]}
-        assert lost == {}, f"{student} lost points: {lost}"
+    covered = set()
+    for student, (_, _, alternatives) in plan.items():
+        for item, n in alternatives.items():
+            row = cells[(student, COURSE.item(item).test_cell)]
+            assert row["score"] == row["max_score"], (
+                f"{student}: alternative {n} of {item} lost points: {row['reason']}"
+            )
+            covered.add((item, n))
+    assert covered == {(i.name, n) for i in COURSE.items for n in range(len(i.alternatives))}
+
+
+def test_messy_right_answers_keep_full_marks(graded):
+    _, _, cells, _ = graded
+    own = {k[1]: r for k, r in cells.items() if k[0] == "messy"}
+    assert len(own) == len(COURSE.items)
+    lost = {c: r["reason"] for c, r in own.items() if r["score"] != r["max_score"]}
+    assert lost == {}, f"messy lost points: {lost}"
 
 
 @pytest.mark.parametrize("student", [s.name for s in attacks.tricks(COURSE) if s.name != "messy"])
@@ -145,16 +171,16 @@ def test_the_course_gradebook_holds_every_student_and_equals_grades_csv(graded):
             if r["notebook"] == "TOTAL"
         }
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        for student, (assignment, _) in plan.items():
+        for student, (assignment, _, _) in plan.items():
             submission_ = gradebook.find_submission(assignment, student)
             assert submission_.score == totals[(student, assignment)]
             assert not submission_.needs_manual_grade
-    assert totals[("alternative0", plan["alternative0"][0])] == COURSE.total_points
+    assert totals[("messy", "attention")] == COURSE.total_points
 
 
 def test_a_chinese_submission_gets_chinese_feedback(graded):
     course, plan, _, _ = graded
-    chinese = [(s, a) for s, (a, _) in plan.items() if a != "attention"]
+    chinese = [(s, a) for s, (a, _, _) in plan.items() if a != "attention"]
     assert chinese, "no student submitted the Chinese edition"
     student, assignment = chinese[0]
     page = (course / "feedback" / student / assignment / "02_scaled_dot_product_attention.html").read_text()
