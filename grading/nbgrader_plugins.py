@@ -25,6 +25,7 @@ import ctypes
 import json
 import os
 import secrets
+import subprocess
 import sys
 import time
 import uuid
@@ -280,9 +281,18 @@ class ConfinedExecute(Execute):
         client.hb_channel.pause()
         return client
 
+    async def _async_cleanup_kernel(self) -> None:
+        # jupyter_client would ask the kernel to shut down over its control channel, and that
+        # request blocks for ever once a student's code has wedged the channel (writing into the
+        # kernel's own sockets is enough). The supervisor is told by a signal instead: it ends the
+        # kernel and everything below it; then nbclient finds no kernel alive and only tidies up.
+        self._kill_kernel()
+        await super()._async_cleanup_kernel()
+
     # nbclient's blocking versions wrap its own coroutines: wrap ours instead.
     start_new_kernel = run_sync(async_start_new_kernel)
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
+    _cleanup_kernel = run_sync(_async_cleanup_kernel)
 
     def _stop(self, cell, ename: str, evalue: str, line: str, later: str):
         """Record why this cell failed and skip the rest of the notebook."""
@@ -294,8 +304,12 @@ class ConfinedExecute(Execute):
         km = getattr(self, "km", None)
         process = getattr(getattr(km, "provisioner", None), "process", None)
         if process is not None and process.poll() is None:
-            process.kill()
-            process.wait()
+            process.terminate()  # the supervisor forwards it, and kills the tree after its grace time
+            try:
+                process.wait(confine.GRACE_SECONDS + 5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
     def _why_not_started(self) -> None:
         process = getattr(getattr(self.km, "provisioner", None), "process", None)

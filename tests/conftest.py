@@ -41,6 +41,30 @@ COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.db"
 DEFAULT_TIMEOUT = 600
 
 
+# The longest files first, so that the two workers finish together: xdist hands out whole files
+# in collection order (pytest.ini turns off its own reordering, which puts the files with the
+# most tests first, however quick they are).
+LONGEST_FIRST = (
+    "test_grader.py",
+    "test_attacks.py",
+    "test_autograde.py",
+    "test_binder.py",
+    "test_exchange.py",
+    "test_parallel_grading.py",
+    "test_browser.py",
+    "test_stored_outputs.py",
+    "test_recipe.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the order within a file stays
+
+
 def venv_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """os.environ with the venv's bin first on PATH (plus ``extra``)."""
     env = dict(os.environ)

@@ -122,3 +122,10 @@ def stop(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def test_the_longest_first_order_names_only_test_files_that_exist():
+    from conftest import LONGEST_FIRST
+
+    missing = [name for name in LONGEST_FIRST if not (REPO / "tests" / name).is_file()]
+    assert not missing, f"tests/conftest.py LONGEST_FIRST names files that do not exist: {missing}"
