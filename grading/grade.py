@@ -361,6 +361,16 @@ def find_submissions(course: Course, only: list[str]) -> list[Submission]:
     return found
 
 
+def share_cores(jobs: int) -> None:
+    """Give each of the `jobs` students graded at a time its share of the cores for PyTorch's and
+    OpenMP's threads (unless the teacher set OMP_NUM_THREADS): kernels that each start a thread
+    per core fight over the cores, and OpenMP's threads spin while they wait."""
+    if "OMP_NUM_THREADS" in os.environ:
+        return
+    threads = str(max(1, len(os.sched_getaffinity(0)) // jobs))
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = threads
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--course", type=Path, default=Path.cwd(), help="the course root (default: here)")
@@ -427,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     memory = int(2 * settings.memory_gib * 2**30) + NBGRADER_OWN_MEMORY
     jobs = max(1, min(settings.jobs, len(subs)))
+    share_cores(jobs)
     groups = [subs[i::jobs] for i in range(jobs)]
     work = root / "build" / "grading" / "groups"
     folders = [work / f"group{i}" for i in range(jobs)]
