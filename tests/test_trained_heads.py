@@ -119,5 +119,9 @@ def test_the_written_out_adam_matches_torch():
     assert torch.allclose(a, b, atol=1e-6)
 
 
-def test_training_is_fast(two_heads):
-    assert two_heads.seconds < 1.5
+def test_training_is_small_enough_to_run_in_a_cell(two_heads):
+    # Its time is a figure of `make bench` (the notebooks' wall time), not a timed test: here the
+    # work is bounded instead, a few hundred steps on a small model.
+    from helpers.trained_heads import STEPS
+
+    assert STEPS <= 400 and two_heads.seconds > 0
