@@ -66,7 +66,7 @@ class _Run:
                 + " (pass --Grading.unconfined=True to grade anyway)"
             )
         self.workspaces: dict[tuple[str, str], Workspace] = {}
-        self.trusted: dict[tuple[str, str], concurrent.futures.Future] = {}
+        self.trusted: dict[tuple[str, str], dict[str, concurrent.futures.Future]] = {}
         self.timed_out: set[tuple[str, str]] = set()  # students whose code ran out of time in a cell
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         libc = ctypes.CDLL(None, use_errno=True)
@@ -83,9 +83,11 @@ class _Run:
             self.workspaces[key] = workspace
         return self.workspaces[key]
 
-    def start_trusted(self, student: str, assignment: str) -> concurrent.futures.Future:
-        """The trusted verdict on a student's whole submission, computed in the background (it
-        runs while nbgrader executes the notebooks)."""
+    def start_trusted(self, student: str, assignment: str) -> dict[str, concurrent.futures.Future]:
+        """The trusted verdicts on a student's notebooks, one future per notebook, computed in the
+        background while nbgrader executes the notebooks. A notebook's future is settled as soon
+        as its verdicts are known, so a slow exercise in a later notebook (an endless loop) holds
+        up only that notebook, and its time limit runs while nbgrader runs the same loop."""
         key = (student, assignment)
         if key not in self.trusted:
             submitted = self.submitted(student, assignment)
@@ -95,16 +97,29 @@ class _Run:
                 if (submitted / f"{name}.ipynb").exists()
             }
             workspace = self.workspace(student, assignment)
-            self.trusted[key] = self.pool.submit(
-                grade_student,
-                self.course,
-                paths,
-                self.seed,
-                self.settings,
-                self.layers,
-                workspace,
-                self.course.edition(assignment).name if assignment in self._assignments() else "en",
-            )
+            futures = {name: concurrent.futures.Future() for name in self.course.graded_notebooks()}
+            edition = self.course.edition(assignment).name if assignment in self._assignments() else "en"
+
+            def publish(notebook: str, verdicts: list[Verdict]) -> None:
+                if not futures[notebook].done():
+                    futures[notebook].set_result(verdicts)
+
+            def job() -> None:
+                try:
+                    everything = grade_student(
+                        self.course, paths, self.seed, self.settings, self.layers, workspace, edition, publish
+                    )
+                except BaseException as exc:
+                    for future in futures.values():
+                        if not future.done():
+                            future.set_exception(exc)
+                    return
+                for notebook, future in futures.items():
+                    if not future.done():
+                        future.set_result(everything.get(notebook, []))
+
+            self.pool.submit(job)
+            self.trusted[key] = futures
         return self.trusted[key]
 
     def submitted(self, student: str, assignment: str) -> Path:
@@ -386,7 +401,8 @@ class TrustedGrades(NbGraderPreprocessor):
             run.finished(student, assignment, notebook)
             return nb, resources
         try:
-            verdicts = run.start_trusted(student, assignment).result().get(notebook, [])
+            future = run.start_trusted(student, assignment).get(notebook)
+            verdicts = future.result() if future is not None else []
         except ConfinementFailed as failed:
             run.fault(student, assignment, notebook, "confinement", str(failed))
             raise

@@ -14,8 +14,9 @@ as plain arrays; the inputs live in memory shared with the driver, which compare
 after every call. A child that hangs, dies or grows past its memory cap costs only the
 exercise it was running (a fresh child carries on with the next one). Only the driver holds
 the channel to the grader (its stdout): the children write to a log file, and the driver is
-not dumpable, so they cannot reach its memory or file descriptors. What comes back is data:
-the grader judges it in its own process.
+not dumpable, so they cannot reach its memory or file descriptors. What comes back is data, one
+framed message per notebook as soon as that notebook is done (then one that says the run is
+over), so the grader can judge a notebook while later ones still run.
 """
 
 from __future__ import annotations
@@ -266,8 +267,8 @@ def _why(status: int) -> dict:
     return {"kind": "exit", "code": os.WEXITSTATUS(status)}
 
 
-def drive(work: Path) -> dict:
-    """Run every unit of the request; returns the report (plain data) and the arrays."""
+def drive(work: Path, emit) -> None:
+    """Run every unit of the request; `emit(report, arrays)` after each (plain data, arrays)."""
     import torch  # imported once here, before any fork
 
     torch.set_num_threads(1)  # the cases are small; other students are graded on the other cores
@@ -281,13 +282,13 @@ def drive(work: Path) -> dict:
         cases, offsets, block = _shared_cases(data, index)
     original = bytes(block)
     log = str(work / "student_output.txt")
-    report: dict = {"cases": {}, "exercises": {}}
-    arrays_out: dict[str, np.ndarray] = {}
     memory, seconds = int(request["memory"]), float(request["seconds"])
     # Once one exercise has run out of time, the others get a tenth of it (at least 2 s): a loop
     # in a function that later exercises call costs about one time limit in all, not one each.
     limit = [seconds]
     for unit in request["units"]:
+        report: dict = {"cases": {}, "exercises": {}}
+        arrays_out: dict[str, np.ndarray] = {}
         pending = list(unit["exercises"])
         while pending:
             read_fd, write_fd = os.pipe()
@@ -356,7 +357,17 @@ def drive(work: Path) -> dict:
                 for key, array in arrays.items():
                     arrays_out[f"c{n}/{key}"] = array
             os.close(read_fd)
-    return {"report": report, "arrays": arrays_out}
+        emit(report, arrays_out)
+
+
+def read_frames(stream):
+    """The messages a driver wrote on `stream` (a binary file), in order, until it ends."""
+    while True:
+        head = stream.read(8)
+        if len(head) < 8:
+            return
+        message = stream.read(struct.unpack("<Q", head)[0])
+        yield _decode(message)
 
 
 def main() -> None:
@@ -364,11 +375,9 @@ def main() -> None:
     work = Path(sys.argv[1])
     request = json.loads((work / "request.json").read_text())
     sys.path.insert(0, request["helpers_parent"])
-    result = drive(work)
-    buffer = io.BytesIO()
-    np.savez(buffer, report=np.array(json.dumps(result["report"])), **result["arrays"])
-    sys.stdout.buffer.write(buffer.getvalue())
-    sys.stdout.flush()
+    channel = sys.stdout.fileno()
+    drive(work, lambda report, arrays: _send(channel, {"report": report}, arrays))
+    _send(channel, {"done": True}, {})
 
 
 if __name__ == "__main__":

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import ast
 import functools
-import io
 import json
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,10 +37,10 @@ from helpers.notebook_code import course_cell_sources, notebook_statements
 from . import confine
 from .build import expected_results
 from .cases import all_cases
-from .limits import watch
+from .limits import kill_tree, watch
 from .manifest import Course, Item
 from .policy import allowed_import, refusal, violations
-from .sandbox import WALL_FACTOR
+from .sandbox import WALL_FACTOR, read_frames
 from .settings import Grading
 from .workspace import Workspace
 
@@ -159,8 +159,9 @@ def statements_of(
 
 def run_sandbox(
     units: list[Unit], cases: list[Case], workspace: Workspace, course: Course, settings: Grading, layers: list[str]
-) -> tuple[dict, dict]:
-    """Run the units confined; returns (report, arrays). Raises SandboxFailed or ConfinementFailed."""
+):
+    """Run the units confined; yields (report, arrays) for each unit, in order, as soon as the
+    sandbox has done it. Raises SandboxFailed (after the units that came back) or ConfinementFailed."""
     work = workspace.sandbox
     save_cases(cases, work / "inputs.npz")
     views = {i["name"]: i for i in course.student_view()["items"]}
@@ -178,40 +179,54 @@ def run_sandbox(
         str(workspace.root.parent / f"{workspace.root.name}.sandbox-policy.json"),
     )
     exercises = sum(len(u.exercises) for u in units)
-    with open(work.parent / "sandbox-stdout", "w+b") as out, open(work.parent / "sandbox-stderr", "w+b") as err:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, start_new_session=True)
+    problem: list[str] = []
+    finished = False
+    with open(work.parent / "sandbox-stderr", "w+b") as err:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
         RUNNING.add(proc.pid)
+        # The driver limits each exercise; this is the backstop for the whole run.
+        watcher = threading.Thread(
+            target=lambda: problem.append(
+                watch(
+                    proc,
+                    int(settings.memory_gib * 2**30) + 2**30,
+                    STARTUP_SECONDS + exercises * (WALL_FACTOR * settings.seconds + 10),
+                )
+            ),
+            daemon=True,
+        )
         try:
             proc.stdin.write(SANDBOX.read_bytes())
             proc.stdin.close()
-            # The driver limits each exercise; this is the backstop for the whole run.
-            problem = watch(
-                proc,
-                int(settings.memory_gib * 2**30) + 2**30,
-                STARTUP_SECONDS + exercises * (WALL_FACTOR * settings.seconds + 10),
-            )
-            proc.wait()
+            watcher.start()
+            for header, arrays in read_frames(proc.stdout):
+                if header.get("done"):
+                    finished = True
+                    break
+                yield header["report"], {k: torch.from_numpy(np.array(v)) for k, v in arrays.items()}
         finally:
+            if not finished and proc.poll() is None:
+                kill_tree(proc.pid)  # the caller stopped listening, or the channel broke
+            if watcher.ident is not None:
+                watcher.join()
+            proc.wait()
+            proc.stdout.close()
             RUNNING.discard(proc.pid)
-        out.seek(0)
         err.seek(0)
-        output, errors = out.read(), err.read().decode(errors="replace")
+        errors = err.read().decode(errors="replace")
     refused = [line for line in errors.splitlines() if line.startswith("confine: ")]
     if proc.returncode == confine.EXIT_UNAVAILABLE or refused:
         raise ConfinementFailed((refused or ["confine: the confinement could not be set up"])[-1])
-    if problem or proc.returncode != 0 or not output:
+    stop = problem[0] if problem else ""
+    if stop or proc.returncode != 0 or not finished:
         limit = [
             line.removeprefix("confine: limit: ") for line in errors.splitlines() if line.startswith("confine: limit")
         ]
         raise SandboxFailed(
-            {"kind": problem.kind, "gib" if problem.kind == "memory" else "seconds": problem.limit}
-            if problem
+            {"kind": stop.kind, "gib" if stop.kind == "memory" else "seconds": stop.limit}
+            if stop
             else {"kind": "stopped", "detail": (limit or [f"exit {proc.returncode}"])[-1]}
         )
-    with np.load(io.BytesIO(output), allow_pickle=False) as data:
-        report = json.loads(str(data["report"]))
-        arrays = {k: torch.from_numpy(np.array(data[k])) for k in data.files if k != "report"}
-    return report, arrays
 
 
 class SandboxFailed(Exception):
@@ -298,23 +313,28 @@ def grade_student(
     layers: list[str],
     workspace: Workspace,
     edition: str = "en",
+    publish=None,
 ) -> dict[str, list[Verdict]]:
     """The trusted verdict on every test cell of a student's notebooks (by notebook name), judged
     against the course's cells of the submission's edition and in its language.
 
+    `publish(notebook, verdicts)` is called for each notebook as soon as its verdicts are known,
+    so nbgrader can take a notebook's grades while the sandbox is still busy with later ones.
     Raises ConfinementFailed when the sandbox could not be confined (the caller reports the
     student and grades nothing for them)."""
     student_course.install(course.student_view())
     try:
         with using(course.edition(edition).language):
-            return _grade_student(course, paths, seed, settings, layers, workspace, edition)
+            return _grade_student(course, paths, seed, settings, layers, workspace, edition, publish)
     finally:
         student_course.install(None)
 
 
-def _grade_student(course, paths, seed, settings, layers, workspace, edition="en") -> dict[str, list[Verdict]]:
-    verdicts: dict[str, dict[str, Verdict]] = {}
-    units, decided = [], {}
+def _grade_student(
+    course, paths, seed, settings, layers, workspace, edition="en", publish=None
+) -> dict[str, list[Verdict]]:
+    decided: dict[str, Verdict] = {}
+    units: list[Unit] = []
     for notebook in course.graded_notebooks():
         cells = {c.item: c for c in test_cells(course, notebook)}
         path = paths.get(notebook)
@@ -354,26 +374,42 @@ def _grade_student(course, paths, seed, settings, layers, workspace, edition="en
                 decided[item.name] = _fault(cell, exc)
         if run:
             units.append(Unit(notebook, statements, run))
+
+    def verdicts_of(notebook: str) -> list[Verdict]:
+        return [decided[c.item] for c in test_cells(course, notebook) if c.item in decided]
+
+    waiting = {u.notebook for u in units}
+    for notebook in course.graded_notebooks():
+        if publish and notebook not in waiting and verdicts_of(notebook):
+            publish(notebook, verdicts_of(notebook))
+
+    def judge_unit(unit: Unit, report: dict, arrays: dict, indexed: list) -> None:
+        for name in unit.exercises:
+            item = course.item(name)
+            cell = next(c for c in test_cells(course, unit.notebook) if c.item == name)
+            try:
+                message = judge_exercise(item, [(i, c) for i, c in indexed if c.exercise == name], report, arrays)
+                decided[name] = Verdict(cell, 0.0 if message else cell.points, message)
+            except Exception as exc:
+                decided[name] = _fault(cell, exc)
+        if publish:
+            publish(unit.notebook, verdicts_of(unit.notebook))
+
     if units:
         wanted = {name for u in units for name in u.exercises}
         cases = [c for c in grading_cases(course, seed) if c.exercise in wanted]
-        try:
-            report, arrays = run_sandbox(units, cases, workspace, course, settings, layers)
-        except SandboxFailed as failed:
-            report, arrays = {"cases": {}, "exercises": {n: {"failed": failed.args[0]} for n in wanted}}, {}
         indexed = list(enumerate(cases))
-        for unit in units:
-            for name in unit.exercises:
-                item = course.item(name)
-                cell = next(c for c in test_cells(course, unit.notebook) if c.item == name)
-                try:
-                    message = judge_exercise(item, [(i, c) for i, c in indexed if c.exercise == name], report, arrays)
-                    decided[name] = Verdict(cell, 0.0 if message else cell.points, message)
-                except Exception as exc:
-                    decided[name] = _fault(cell, exc)
-    for name, verdict in decided.items():
-        verdicts.setdefault(verdict.cell.notebook, {})[name] = verdict
-    return {nb: [verdicts[nb][c.item] for c in test_cells(course, nb)] for nb in verdicts}
+        left = list(units)
+        try:
+            for report, arrays in run_sandbox(units, cases, workspace, course, settings, layers):
+                if left:
+                    judge_unit(left.pop(0), report, arrays, indexed)
+        except SandboxFailed as failed:
+            report = {"cases": {}, "exercises": {n: {"failed": failed.args[0]} for u in left for n in u.exercises}}
+            for unit in left:
+                judge_unit(unit, report, {}, indexed)
+    notebooks = {v.cell.notebook for v in decided.values()}
+    return {nb: verdicts_of(nb) for nb in course.graded_notebooks() if nb in notebooks}
 
 
 def _fault(cell: TestCell, exc: Exception) -> Verdict:

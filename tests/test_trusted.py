@@ -1,0 +1,61 @@
+"""The trusted verdict hands over each notebook as soon as it is judged.
+
+nbgrader waits for a notebook's verdict before it moves on, so a verdict held back until the
+whole sandbox run is over would make an endless loop in a later notebook cost its time limit
+twice (once in the sandbox, once again in nbgrader's cell). Here a student's `split_heads`
+(notebook 03) loops: notebook 02's verdict must come while the loop still runs, 03's must say
+the loop was stopped, notebooks not submitted are handed over before the sandbox starts, and
+what is handed over must be what the run returns.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from grading import workspace as workspaces
+from grading.classroom import submission, write_submission
+from grading.manifest import load
+from grading.settings import Grading
+from grading.trusted import grade_student
+
+pytestmark = pytest.mark.slow
+NOTEBOOKS = ["02_scaled_dot_product_attention", "03_split_heads"]
+LIMIT = 6.0
+LOOP = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
+
+
+def test_each_notebook_is_handed_over_when_judged(course_copy):
+    course = load(course_copy)
+    folder = write_submission(
+        course_copy, "looping", submission(course, {"split_heads": LOOP}, NOTEBOOKS), course.editions[0].assignment
+    )
+    settings = Grading(seconds=LIMIT, layers=["auto"])
+    layers, _ = workspaces.choose_layers(settings)
+    workspace = workspaces.Workspace("looping", course.editions[0].assignment)
+    workspace.fill(folder, course.source_dir())
+    handed: list[tuple[str, float, list]] = []
+    start = time.monotonic()
+    try:
+        result = grade_student(
+            course,
+            {name: folder / f"{name}.ipynb" for name in NOTEBOOKS},
+            1,
+            settings,
+            layers,
+            workspace,
+            "en",
+            lambda notebook, verdicts: handed.append((notebook, time.monotonic() - start, verdicts)),
+        )
+    finally:
+        workspaces.remove_all()
+    when = {name: at for name, at, _ in handed}
+    assert sorted(when) == course.graded_notebooks(), "every graded notebook is handed over once"
+    unsubmitted = [name for name in when if name not in NOTEBOOKS]
+    assert [name for name, _, _ in handed] == unsubmitted + NOTEBOOKS, "the unsubmitted first, at once"
+    assert when["03_split_heads"] - when["02_scaled_dot_product_attention"] > LIMIT - 1, when
+    assert {name: verdicts for name, _, verdicts in handed} == result
+    assert all(v.score == v.cell.points for v in result["02_scaled_dot_product_attention"])
+    (split,) = [v for v in result["03_split_heads"] if v.cell.item == "split_heads"]
+    assert split.score == 0 and "split_heads" in split.reason and f"{LIMIT:.0f} s" in split.reason, split
