@@ -3,10 +3,13 @@
 The grader starts this program confined (`grading.confine`), feeding its source on stdin, so
 no file of the grading code is readable from inside:
 
-    python -I - WORK_DIR < sandbox.py
+    python -I - INBOX WORK_DIR < sandbox.py
 
-`WORK_DIR/request.json` names the student's notebooks, the exercises to run in each and the
-limits; `WORK_DIR/inputs.npz` holds the test inputs (never expected results). This process,
+`INBOX` is the grader's, read-only here and out of reach of the student's kernel (which shares
+the workspace and runs at the same time): `INBOX/request.json` names the student's notebooks, the
+exercises to run in each and the limits; `INBOX/inputs.npz` holds the test inputs (never expected
+results); `INBOX/helpers` are the released helpers the driver and its children import. The
+student's output goes to a log in `WORK_DIR`, in the student's workspace. This process,
 the driver, never runs student code. For each notebook it forks a child that takes the
 notebook's definitions (functions, classes, imports, constants; never test cells or top-level
 actions), then calls each exercise on its cases. The child's results come back through a pipe
@@ -267,7 +270,7 @@ def _why(status: int) -> dict:
     return {"kind": "exit", "code": os.WEXITSTATUS(status)}
 
 
-def drive(work: Path, emit) -> None:
+def drive(inbox: Path, work: Path, emit) -> None:
     """Run every unit of the request; `emit(report, arrays)` after each (plain data, arrays)."""
     import torch  # imported once here, before any fork
 
@@ -275,9 +278,9 @@ def drive(work: Path, emit) -> None:
 
     from helpers import course
 
-    request = json.loads((work / "request.json").read_text())
+    request = json.loads((inbox / "request.json").read_text())
     course.install({"items": list(request["specs"].values())})
-    with np.load(work / "inputs.npz", allow_pickle=False) as data:
+    with np.load(inbox / "inputs.npz", allow_pickle=False) as data:
         index = json.loads(str(data["index"]))
         cases, offsets, block = _shared_cases(data, index)
     original = bytes(block)
@@ -372,11 +375,10 @@ def read_frames(stream):
 
 def main() -> None:
     _not_dumpable()
-    work = Path(sys.argv[1])
-    request = json.loads((work / "request.json").read_text())
-    sys.path.insert(0, request["helpers_parent"])
+    inbox, work = Path(sys.argv[1]), Path(sys.argv[2])
+    sys.path.insert(0, str(inbox))
     channel = sys.stdout.fileno()
-    drive(work, lambda report, arrays: _send(channel, {"report": report}, arrays))
+    drive(inbox, work, lambda report, arrays: _send(channel, {"report": report}, arrays))
     _send(channel, {"done": True}, {})
 
 

@@ -162,20 +162,20 @@ def run_sandbox(
 ):
     """Run the units confined; yields (report, arrays) for each unit, in order, as soon as the
     sandbox has done it. Raises SandboxFailed (after the units that came back) or ConfinementFailed."""
-    work = workspace.sandbox
-    save_cases(cases, work / "inputs.npz")
+    work, inbox = workspace.sandbox, workspace.inbox
+    save_cases(cases, inbox / "inputs.npz")
     views = {i["name"]: i for i in course.student_view()["items"]}
     request = {
         "units": [{"notebook": u.notebook, "statements": u.statements, "exercises": u.exercises} for u in units],
         "specs": {name: views[name] for u in units for name in u.exercises},
         "memory": int(settings.memory_gib * 2**30),
         "seconds": settings.seconds,
-        "helpers_parent": str(workspace.folder),
     }
-    (work / "request.json").write_text(json.dumps(request))
+    (inbox / "request.json").write_text(json.dumps(request))
+    workspace.hand_over()
     argv = confine.command(
-        workspace.policy(settings, layers),
-        [sys.executable, "-I", "-", str(work)],
+        workspace.policy(settings, layers, sandbox=True),
+        [sys.executable, "-I", "-", str(inbox), str(work)],
         str(workspace.root.parent / f"{workspace.root.name}.sandbox-policy.json"),
     )
     exercises = sum(len(u.exercises) for u in units)

@@ -49,9 +49,14 @@ class Workspace:
         self.root = base() / f"{_safe(student)}-{_safe(assignment)}"
         self.folder = self.root / assignment  # the notebooks and helpers, as in the student's JupyterLab
         self.runtime = self.root / "runtime"  # the kernel's connection file and sockets
-        self.sandbox = self.root / "sandbox"  # requests to the trusted sandbox
+        self.sandbox = self.root / "sandbox"  # the trusted sandbox's scratch (the student's output)
+        # What the grader hands the sandbox (its request, the inputs, the helpers it imports):
+        # beside the workspace, not in it, so the student's kernel, which runs at the same time,
+        # can neither change nor see it; the sandbox may only read it.
+        self.inbox = self.root.with_name(f"{self.root.name}.sandbox-in")
         for path in (self.folder, self.runtime, self.sandbox, *self._homes().values()):
             path.mkdir(parents=True, exist_ok=True)
+        self.inbox.mkdir(mode=0o755, exist_ok=True)
         self._seed_font_cache()
 
     def _homes(self) -> dict[str, Path]:
@@ -73,12 +78,20 @@ class Workspace:
         course's `source` folder of this assignment) into the workspace."""
         for path in Path(notebooks).glob("*.ipynb"):
             shutil.copy(path, self.folder / path.name)
-        helpers = self.folder / "helpers"
-        shutil.rmtree(helpers, ignore_errors=True)
-        shutil.copytree(Path(source) / "helpers", helpers, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        language = Path(source) / "course-language.txt"
-        if language.exists():
-            shutil.copy(language, self.folder / language.name)
+        for folder in (self.folder, self.inbox):
+            helpers = folder / "helpers"
+            shutil.rmtree(helpers, ignore_errors=True)
+            shutil.copytree(Path(source) / "helpers", helpers, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            language = Path(source) / "course-language.txt"
+            if language.exists():
+                shutil.copy(language, folder / language.name)
+        self.hand_over()
+
+    def hand_over(self) -> None:
+        """Make the inbox readable by the sandbox (its own user, when grading as root), whatever
+        the grader's umask; nobody but the grader may write it."""
+        for path in [self.inbox, *self.inbox.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
 
     def env(self) -> dict[str, str]:
         """The whole environment of code running in this workspace: no PYTHONPATH, no grader secrets."""
@@ -98,9 +111,11 @@ class Workspace:
                 env[name] = os.environ[name]
         return env
 
-    def policy(self, settings: Grading, layers: list[str]) -> confine.Policy:
+    def policy(self, settings: Grading, layers: list[str], sandbox: bool = False) -> confine.Policy:
+        """The confinement of the student's kernel, or (`sandbox`) of the trusted sandbox, which
+        may also read the grader's inbox."""
         return confine.Policy(
-            read=confine.default_read_paths(sys.executable),
+            read=confine.default_read_paths(sys.executable) + ([str(self.inbox)] if sandbox else []),
             write=[str(self.root)],
             cwd=str(self.folder),
             env=self.env(),
@@ -112,6 +127,7 @@ class Workspace:
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+        shutil.rmtree(self.inbox, ignore_errors=True)
 
 
 def choose_layers(settings: Grading) -> tuple[list[str], dict[str, str | None]]:

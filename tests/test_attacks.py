@@ -161,7 +161,7 @@ def test_no_attempt_reports_success(graded):
 def test_the_attempts_really_ran(graded):
     """The escape lines are in the autograded notebooks: the attempts ran and were stopped."""
     lines = _printed(graded["root"] / "autograded" / "escaper" / "attention" / "01_scaling_problem.ipynb")
-    assert sum(line.startswith("ESCAPE ") and "stopped" in line for line in lines) >= 17, lines
+    assert sum(line.startswith("ESCAPE ") and "stopped" in line for line in lines) >= 20, lines
 
 
 def test_the_control_student_keeps_full_marks(graded):

@@ -1,4 +1,5 @@
-"""The trusted verdict hands over each notebook as soon as it is judged.
+"""The trusted verdict hands over each notebook as soon as it is judged, and reads nothing the
+student's kernel can change.
 
 nbgrader waits for a notebook's verdict before it moves on, so a verdict held back until the
 whole sandbox run is over would make an endless loop in a later notebook cost its time limit
@@ -15,7 +16,7 @@ import time
 import pytest
 
 from grading import workspace as workspaces
-from grading.classroom import submission, write_submission
+from grading.classroom import right_answer, submission, write_submission
 from grading.manifest import load
 from grading.settings import Grading
 from grading.trusted import grade_student
@@ -59,3 +60,38 @@ def test_each_notebook_is_handed_over_when_judged(course_copy):
     assert all(v.score == v.cell.points for v in result["02_scaled_dot_product_attention"])
     (split,) = [v for v in result["03_split_heads"] if v.cell.item == "split_heads"]
     assert split.score == 0 and "split_heads" in split.reason and f"{LIMIT:.0f} s" in split.reason, split
+
+
+# Appended to the workspace's helpers/notebook_code.py by a "kernel" that got there first: every
+# notebook's definitions end with the right split_heads, whatever the notebook says.
+HIJACK = """
+_run_statements = run_statements
+def run_statements(statements, namespace=None):
+    return _run_statements(list(statements) + [{right!r}], namespace)
+"""
+
+
+def test_the_sandbox_ignores_helpers_the_kernel_rewrote(course_copy):
+    """The student's kernel shares the workspace and runs while the sandbox does: helpers it
+    rewrites there must not be what the sandbox imports (a wrong split_heads stays wrong)."""
+    course = load(course_copy)
+    assignment = course.editions[0].assignment
+    wrong = "def split_heads(x, num_heads):\n    return x.reshape(x.shape[0], num_heads, x.shape[1], -1)\n"
+    folder = write_submission(
+        course_copy, "hijacker", submission(course, {"split_heads": wrong}, NOTEBOOKS), assignment
+    )
+    settings = Grading(layers=["auto"])
+    layers, _ = workspaces.choose_layers(settings)
+    workspace = workspaces.Workspace("hijacker", assignment)
+    workspace.fill(folder, course.source_dir())
+    with open(workspace.folder / "helpers" / "notebook_code.py", "a") as module:
+        module.write(HIJACK.format(right=right_answer(course, "split_heads")))
+    try:
+        result = grade_student(
+            course, {name: folder / f"{name}.ipynb" for name in NOTEBOOKS}, 1, settings, layers, workspace
+        )
+    finally:
+        workspaces.remove_all()
+    (split,) = [v for v in result["03_split_heads"] if v.cell.item == "split_heads"]
+    assert split.score == 0, f"the sandbox ran helpers the student's kernel wrote: {split}"
+    assert all(v.score == v.cell.points for v in result["02_scaled_dot_product_attention"])
