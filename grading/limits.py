@@ -48,6 +48,20 @@ def _size(process: psutil.Process) -> int:
         return process.memory_info().rss
 
 
+def _resident(process: psutil.Process) -> int:
+    return process.memory_info().rss
+
+
+def _sizes(tree: list[psutil.Process], size) -> list[tuple[int, psutil.Process]]:
+    sizes = []
+    for p in tree:
+        try:
+            sizes.append((size(p), p))
+        except psutil.Error:
+            continue
+    return sizes
+
+
 class Stop(str):
     """Why `watch` stopped a process: an English sentence that also carries its kind and limit."""
 
@@ -78,12 +92,12 @@ def watch(proc: subprocess.Popen, memory: int, seconds: float, kill_whole_tree: 
         # only the known processes' sizes in between (cheap), so watching costs almost nothing.
         if time.monotonic() - refreshed >= TREE_REFRESH:
             tree, refreshed = _tree(root)[1:], time.monotonic()
-        sizes = []
-        for p in tree:
-            try:
-                sizes.append((_size(p), p))
-            except psutil.Error:
-                continue
+        # The resident size is cheap to read and never below the proportional one, so the
+        # proportional sizes (a walk of every mapping, costly for processes that hold torch) are
+        # read only when the resident sizes together pass the cap.
+        sizes = _sizes(tree, _resident)
+        if sum(s for s, _ in sizes) > memory:
+            sizes = _sizes(tree, _size)
         if sum(s for s, _ in sizes) > memory:
             reason = Stop("memory", memory / 1024**3)
             if kill_whole_tree:
