@@ -91,6 +91,25 @@ def grading_cases(course: Course, seed: int) -> tuple[Case, ...]:
     return tuple(cases)
 
 
+@functools.lru_cache(maxsize=8)
+def course_modules(course: Course, edition: str) -> tuple[str, ...]:
+    """The modules the course's own cells import (the driver imports them once, before it forks,
+    so that every notebook's definitions do not import matplotlib and the labs afresh)."""
+    names: list[str] = []
+    for notebook in course.graded_notebooks():
+        for source in sorted(course_cell_sources(read_notebook(course.source_notebook(notebook, edition)))):
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:
+                continue
+            for node in tree.body:
+                if isinstance(node, ast.Import):
+                    names += [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    names += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return tuple(dict.fromkeys(names))
+
+
 # ----------------------------------------------------------------------------- questions
 
 
@@ -158,7 +177,13 @@ def statements_of(
 
 
 def run_sandbox(
-    units: list[Unit], cases: list[Case], workspace: Workspace, course: Course, settings: Grading, layers: list[str]
+    units: list[Unit],
+    cases: list[Case],
+    workspace: Workspace,
+    course: Course,
+    settings: Grading,
+    layers: list[str],
+    edition: str = "en",
 ):
     """Run the units confined; yields (report, arrays) for each unit, in order, as soon as the
     sandbox has done it. Raises SandboxFailed (after the units that came back) or ConfinementFailed."""
@@ -170,6 +195,7 @@ def run_sandbox(
         "specs": {name: views[name] for u in units for name in u.exercises},
         "memory": int(settings.memory_gib * 2**30),
         "seconds": settings.seconds,
+        "preload": list(course_modules(course, edition)),
     }
     (inbox / "request.json").write_text(json.dumps(request))
     workspace.hand_over()
@@ -401,7 +427,7 @@ def _grade_student(
         indexed = list(enumerate(cases))
         left = list(units)
         try:
-            for report, arrays in run_sandbox(units, cases, workspace, course, settings, layers):
+            for report, arrays in run_sandbox(units, cases, workspace, course, settings, layers, edition):
                 if left:
                     judge_unit(left.pop(0), report, arrays, indexed)
         except SandboxFailed as failed:
