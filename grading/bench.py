@@ -5,8 +5,8 @@
 Prints every figure as a ratio against its baseline taken in the same run, says which budgets
 hold, and writes build/bench.json. Figures:
 - each source notebook's wall time (both editions; the faster of two runs, as for the baseline)
-  against a notebook that only imports torch,
-  matplotlib and ipywidgets, and the peak resident memory of each kernel;
+  against a notebook that only imports torch, matplotlib and ipywidgets, and the peak resident
+  memory of each kernel;
 - the reference MultiHeadAttention against nn.MultiheadAttention returning per-head weights
   (B=8, T=256, d_model=512, H=8, float32, CPU, no_grad);
 - the median slider update (compute and redraw) of both labs;
