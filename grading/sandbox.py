@@ -270,16 +270,27 @@ def _why(status: int) -> dict:
     return {"kind": "exit", "code": os.WEXITSTATUS(status)}
 
 
-def _preload(modules: list[str]) -> None:
+def _preload(modules: list[str], inbox: Path) -> None:
     """Import the course's own modules once, here, so that the children (forks) find them loaded.
-    Only library and helper code runs (the helpers come from the grader's inbox); matplotlib is
-    held to a backend without a display, whatever a configuration file in the workspace says."""
+    Only library and helper code runs (the helpers come from the grader's inbox). matplotlib
+    reads its package's own settings, not a `matplotlibrc` the student's kernel may have left in
+    the workspace (it looks in the working folder first, so the driver imports from the inbox),
+    and draws without a display."""
     import importlib
+    import importlib.util
 
+    spec = importlib.util.find_spec("matplotlib")
+    if spec is not None and spec.submodule_search_locations:
+        os.environ["MATPLOTLIBRC"] = os.path.join(spec.submodule_search_locations[0], "mpl-data", "matplotlibrc")
     os.environ["MPLBACKEND"] = "agg"
-    for name in modules:
-        with contextlib.suppress(Exception):
-            importlib.import_module(name)
+    here = os.getcwd()
+    os.chdir(inbox)
+    try:
+        for name in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+    finally:
+        os.chdir(here)
 
 
 def drive(inbox: Path, work: Path, emit) -> None:
@@ -292,7 +303,7 @@ def drive(inbox: Path, work: Path, emit) -> None:
 
     request = json.loads((inbox / "request.json").read_text())
     course.install({"items": list(request["specs"].values())})
-    _preload(request.get("preload", []))
+    _preload(request.get("preload", []), inbox)
     with np.load(inbox / "inputs.npz", allow_pickle=False) as data:
         index = json.loads(str(data["index"]))
         cases, offsets, block = _shared_cases(data, index)

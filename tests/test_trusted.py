@@ -12,6 +12,7 @@ what is handed over must be what the run returns.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,31 @@ def test_the_sandbox_ignores_helpers_the_kernel_rewrote(course_copy):
     (split,) = [v for v in result["03_split_heads"] if v.cell.item == "split_heads"]
     assert split.score == 0, f"the sandbox ran helpers the student's kernel wrote: {split}"
     assert all(v.score == v.cell.points for v in result["02_scaled_dot_product_attention"])
+
+
+def test_the_sandbox_ignores_a_matplotlibrc_in_the_workspace(course_copy):
+    """The driver imports matplotlib before it forks; a `matplotlibrc` the kernel left in the
+    workspace must not set what the children inherit (this answer is right only if it does)."""
+    course = load(course_copy)
+    assignment = course.editions[0].assignment
+    answer = right_answer(course, "split_heads") + (
+        "\n_right = split_heads\n"
+        "def split_heads(x, num_heads):\n"
+        "    import matplotlib\n"
+        "    return _right(x, num_heads) if matplotlib.rcParams['lines.linewidth'] == 7.5 else x\n"
+    )
+    folder = write_submission(course_copy, "styler", submission(course, {"split_heads": answer}, NOTEBOOKS), assignment)
+    settings = Grading(layers=["auto"])
+    layers, _ = workspaces.choose_layers(settings)
+    workspace = workspaces.Workspace("styler", assignment)
+    workspace.fill(folder, course.source_dir())
+    for place in (workspace.folder, Path(workspace.env()["MPLCONFIGDIR"])):
+        (place / "matplotlibrc").write_text("lines.linewidth: 7.5\n")
+    try:
+        result = grade_student(
+            course, {name: folder / f"{name}.ipynb" for name in NOTEBOOKS}, 1, settings, layers, workspace
+        )
+    finally:
+        workspaces.remove_all()
+    (split,) = [v for v in result["03_split_heads"] if v.cell.item == "split_heads"]
+    assert split.score == 0, f"the sandbox's matplotlib read the workspace's settings: {split}"
