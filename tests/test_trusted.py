@@ -28,30 +28,40 @@ LIMIT = 6.0
 LOOP = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
 
 
-def test_each_notebook_is_handed_over_when_judged(course_copy):
-    course = load(course_copy)
-    folder = write_submission(
-        course_copy, "looping", submission(course, {"split_heads": LOOP}, NOTEBOOKS), course.editions[0].assignment
-    )
-    settings = Grading(seconds=LIMIT, layers=["auto"])
+def grade(course, student: str, answer: str, seconds: float = 30.0, tamper=None, publish=None):
+    """The trusted verdict on a submission of NOTEBOOKS with `answer` as its split_heads, in a
+    fresh workspace; `tamper(workspace)` plays the student's kernel, which got there first."""
+    assignment = course.editions[0].assignment
+    folder = write_submission(course.root, student, submission(course, {"split_heads": answer}, NOTEBOOKS), assignment)
+    settings = Grading(seconds=seconds, layers=["auto"])
     layers, _ = workspaces.choose_layers(settings)
-    workspace = workspaces.Workspace("looping", course.editions[0].assignment)
+    workspace = workspaces.Workspace(student, assignment)
     workspace.fill(folder, course.source_dir())
-    handed: list[tuple[str, float, list]] = []
-    start = time.monotonic()
+    if tamper:
+        tamper(workspace)
     try:
-        result = grade_student(
-            course,
-            {name: folder / f"{name}.ipynb" for name in NOTEBOOKS},
-            1,
-            settings,
-            layers,
-            workspace,
-            "en",
-            lambda notebook, verdicts: handed.append((notebook, time.monotonic() - start, verdicts)),
-        )
+        paths = {name: folder / f"{name}.ipynb" for name in NOTEBOOKS}
+        return grade_student(course, paths, 1, settings, layers, workspace, "en", publish)
     finally:
         workspaces.remove_all()
+
+
+def split_heads_verdict(result):
+    (split,) = [v for v in result["03_split_heads"] if v.cell.item == "split_heads"]
+    return split
+
+
+def test_each_notebook_is_handed_over_when_judged(course_copy):
+    course = load(course_copy)
+    handed: list[tuple[str, float, list]] = []
+    start = time.monotonic()
+    result = grade(
+        course,
+        "looping",
+        LOOP,
+        seconds=LIMIT,
+        publish=lambda notebook, verdicts: handed.append((notebook, time.monotonic() - start, verdicts)),
+    )
     when = {name: at for name, at, _ in handed}
     assert sorted(when) == course.graded_notebooks(), "every graded notebook is handed over once"
     unsubmitted = [name for name in when if name not in NOTEBOOKS]
@@ -59,7 +69,7 @@ def test_each_notebook_is_handed_over_when_judged(course_copy):
     assert when["03_split_heads"] - when["02_scaled_dot_product_attention"] > LIMIT - 1, when
     assert {name: verdicts for name, _, verdicts in handed} == result
     assert all(v.score == v.cell.points for v in result["02_scaled_dot_product_attention"])
-    (split,) = [v for v in result["03_split_heads"] if v.cell.item == "split_heads"]
+    split = split_heads_verdict(result)
     assert split.score == 0 and "split_heads" in split.reason and f"{LIMIT:.0f} s" in split.reason, split
 
 
@@ -76,24 +86,14 @@ def test_the_sandbox_ignores_helpers_the_kernel_rewrote(course_copy):
     """The student's kernel shares the workspace and runs while the sandbox does: helpers it
     rewrites there must not be what the sandbox imports (a wrong split_heads stays wrong)."""
     course = load(course_copy)
-    assignment = course.editions[0].assignment
     wrong = "def split_heads(x, num_heads):\n    return x.reshape(x.shape[0], num_heads, x.shape[1], -1)\n"
-    folder = write_submission(
-        course_copy, "hijacker", submission(course, {"split_heads": wrong}, NOTEBOOKS), assignment
-    )
-    settings = Grading(layers=["auto"])
-    layers, _ = workspaces.choose_layers(settings)
-    workspace = workspaces.Workspace("hijacker", assignment)
-    workspace.fill(folder, course.source_dir())
-    with open(workspace.folder / "helpers" / "notebook_code.py", "a") as module:
-        module.write(HIJACK.format(right=right_answer(course, "split_heads")))
-    try:
-        result = grade_student(
-            course, {name: folder / f"{name}.ipynb" for name in NOTEBOOKS}, 1, settings, layers, workspace
-        )
-    finally:
-        workspaces.remove_all()
-    (split,) = [v for v in result["03_split_heads"] if v.cell.item == "split_heads"]
+
+    def hijack(workspace):
+        with open(workspace.folder / "helpers" / "notebook_code.py", "a") as module:
+            module.write(HIJACK.format(right=right_answer(course, "split_heads")))
+
+    result = grade(course, "hijacker", wrong, tamper=hijack)
+    split = split_heads_verdict(result)
     assert split.score == 0, f"the sandbox ran helpers the student's kernel wrote: {split}"
     assert all(v.score == v.cell.points for v in result["02_scaled_dot_product_attention"])
 
@@ -102,25 +102,16 @@ def test_the_sandbox_ignores_a_matplotlibrc_in_the_workspace(course_copy):
     """The driver imports matplotlib before it forks; a `matplotlibrc` the kernel left in the
     workspace must not set what the children inherit (this answer is right only if it does)."""
     course = load(course_copy)
-    assignment = course.editions[0].assignment
     answer = right_answer(course, "split_heads") + (
         "\n_right = split_heads\n"
         "def split_heads(x, num_heads):\n"
         "    import matplotlib\n"
         "    return _right(x, num_heads) if matplotlib.rcParams['lines.linewidth'] == 7.5 else x\n"
     )
-    folder = write_submission(course_copy, "styler", submission(course, {"split_heads": answer}, NOTEBOOKS), assignment)
-    settings = Grading(layers=["auto"])
-    layers, _ = workspaces.choose_layers(settings)
-    workspace = workspaces.Workspace("styler", assignment)
-    workspace.fill(folder, course.source_dir())
-    for place in (workspace.folder, Path(workspace.env()["MPLCONFIGDIR"])):
-        (place / "matplotlibrc").write_text("lines.linewidth: 7.5\n")
-    try:
-        result = grade_student(
-            course, {name: folder / f"{name}.ipynb" for name in NOTEBOOKS}, 1, settings, layers, workspace
-        )
-    finally:
-        workspaces.remove_all()
-    (split,) = [v for v in result["03_split_heads"] if v.cell.item == "split_heads"]
+
+    def style(workspace):
+        for place in (workspace.folder, Path(workspace.env()["MPLCONFIGDIR"])):
+            (place / "matplotlibrc").write_text("lines.linewidth: 7.5\n")
+
+    split = split_heads_verdict(grade(course, "styler", answer, tamper=style))
     assert split.score == 0, f"the sandbox's matplotlib read the workspace's settings: {split}"
