@@ -275,6 +275,7 @@ def tricks(course: Course) -> list[Student]:
 
 ESCAPE_HELPERS = r"""
 import os, sys, glob, socket, signal, subprocess, time
+INBOX = os.path.dirname(os.getcwd()) + ".sandbox-in"  # what the grader hands the sandbox
 def escape(name, attempt):
     try:
         result = attempt()
@@ -297,7 +298,7 @@ escape("read the instructor's notebook", lambda: open({p["instructor"]!r}).read(
 escape("list the course", lambda: os.listdir({p["course"]!r}))
 escape("read the gradebook", lambda: open({p["course"]!r} + "/gradebook.db", "rb").read(16))
 escape("import the grader", lambda: __import__("grading.trusted").__file__)
-escape("read the sandbox's test inputs", lambda: open(os.path.dirname(os.getcwd()) + ".sandbox-in/inputs.npz", "rb").read(8))
+escape("read the sandbox's test inputs", lambda: [open(f"{{INBOX}}/{{f}}", "rb").read(8) for f in os.listdir(INBOX)])
 escape("another kernel's connection file", lambda: [f for f in glob.glob("/tmp/**/kernel-*.json", recursive=True)
                                                     + glob.glob({p["course"]!r} + "/build/**/kernel-*.json", recursive=True)
                                                     if not f.startswith(os.environ.get("JUPYTER_RUNTIME_DIR", "-"))] or 1 / 0)
@@ -331,8 +332,8 @@ escape("append to the instructor's notebook", lambda: open({p["instructor"]!r}, 
 escape("delete another student's submission", lambda: os.remove({p["other_canary"]!r}))
 escape("corrupt the gradebook", lambda: open({p["course"]!r} + "/gradebook.db", "r+b").write(b"x"))
 escape("write outside the scratch folder", lambda: open("/tmp/escaped-" + {p["marker"]!r}, "w").write("x"))
-escape("rewrite the sandbox's request", lambda: open(os.path.dirname(os.getcwd()) + ".sandbox-in/request.json", "w").write("{{}}"))
-escape("replace a helper the sandbox imports", lambda: open(os.path.dirname(os.getcwd()) + ".sandbox-in/helpers/notebook_code.py", "a").write("1/0"))
+escape("rewrite the sandbox's request", lambda: open(INBOX + "/request.json", "w").write("{{}}"))
+escape("replace a helper the sandbox imports", lambda: open(INBOX + "/helpers/notebook_code.py", "a").write("1/0"))
 try:   # processes meant to outlive grading (the test looks for the token in every command line)
     subprocess.Popen(["setsid", sys.executable, "-c", "import time; time.sleep(90)  # {p["marker"]}"])
     if os.fork() == 0:

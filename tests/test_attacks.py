@@ -164,6 +164,16 @@ def test_the_attempts_really_ran(graded):
     assert sum(line.startswith("ESCAPE ") and "stopped" in line for line in lines) >= 20, lines
 
 
+def test_the_sandbox_inbox_is_stopped_by_the_layer(graded):
+    """The attempts on the grader's inbox fail for the layer's reason: Landlock refuses the
+    permission (the inbox is there to see), bubblewrap does not mount it. An inbox the attempts
+    miss for a wrong path would fail with FileNotFoundError under Landlock too."""
+    why = {"landlock": "PermissionError", "bwrap": "FileNotFoundError"}[graded["layer"]]
+    lines = _printed(graded["root"] / "autograded" / "escaper" / "attention" / "01_scaling_problem.ipynb")
+    inbox = [line for line in lines if line.startswith("ESCAPE ") and "the sandbox" in line]
+    assert len(inbox) == 3 and all(line.endswith(f"stopped ({why})") for line in inbox), inbox
+
+
 def test_the_control_student_keeps_full_marks(graded):
     own = {k: r for k, r in graded["cells"].items() if k[0] == "control"}
     assert len(own) == len(graded["course"].items)
