@@ -27,6 +27,20 @@ c.Execute.startup_timeout = 120
 # A test cell that a student deleted is put back and graded.
 c.OverwriteCells.add_missing_cells = True
 
+# Reading a submission: never through a link, never a special file, bounded in size and depth
+# (grading/intake.py); what cannot be read is graded 0 with the reason. Then the tidying that
+# keeps nbgrader going (a duplicated grade cell, a deleted answer cell) comes first of its
+# sanitize steps.
+c.Autograde.exporter_class = "grading.nbgrader_plugins.SubmittedNotebookExporter"
+c.Autograde.sanitize_preprocessors = [
+    "grading.nbgrader_plugins.TidySubmission",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+
 # Grading: student code runs in a confined kernel, and the course's trusted grader decides every
 # test cell's score, right after nbgrader saves its own and before late penalties are applied.
 # Plain `nbgrader autograde` and formgrader's autograde button grade the same way as `make grade`.
@@ -46,6 +60,7 @@ c.Grading.jobs = 1
 c.Grading.memory_gib = 2.0
 c.Grading.seconds = 30.0
 c.Grading.cell_timeout = 120
+c.Grading.student_seconds = 900
 c.Grading.layers = ["auto"]
 
 # Late submissions: nbgrader's plugin, applied to the trusted score. "zero" takes every mark

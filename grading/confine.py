@@ -8,7 +8,9 @@ that every requested layer can be applied (else it exits with ``EXIT_UNAVAILABLE
 line ``confine: LAYER: reason`` on stderr, and the program never runs), starts the child, applies
 the layers to it and only then execs the untrusted argv. It stays as the child's parent: it is
 non-dumpable, a child subreaper (orphans come back to it), forwards SIGINT/SIGTERM/SIGHUP to the
-confined main process, watches the number of processes and the size of the ``write`` directories
+confined main process, watches the number of processes, their memory (``memory_bytes``: resident
+sizes every 0.1 s, proportional sizes once those pass the cap: a watch that needs no cgroup
+delegation) and the size of the ``write`` directories
 (``EXIT_LIMIT`` = 98 and a ``confine: limit: ...`` line when one is exceeded), kills every process
 left when the main process ends, and exits with the child's exit status (128+N for signal N).
 SIGUSR1 to the supervisor kills the confined tree at once (``run`` uses it on a timeout).
@@ -127,6 +129,8 @@ DEV_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom
 GRACE_SECONDS = 3.0  # after SIGTERM/SIGHUP is forwarded, before the tree is killed
 TICK = 0.1  # process-count watch interval
 DU_EVERY = 0.5  # scratch-size watch interval
+MEMORY_EVERY = 0.1  # memory watch interval
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 @dataclasses.dataclass
@@ -140,6 +144,7 @@ class Policy:
     max_file_bytes: int = 256 * 2**20
     scratch_bytes: int = 1024 * 2**20
     max_open_files: int = 1024
+    memory_bytes: int | None = None  # the whole tree's memory (resident, shared pages shared out)
     uid: int | None = None
     gid: int | None = None
     chown_write: bool = True  # with "user": give the write directories to the user first
@@ -882,6 +887,35 @@ def _descendants(root: int) -> list[int]:
     return out
 
 
+def _resident_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _proportional_bytes(pid: int) -> int:
+    """The process's share of its pages (forked children sharing pages count them once in all)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return _resident_bytes(pid)
+
+
+def tree_memory(pids: list[int], cap: int) -> int:
+    """Memory of a tree of processes: the resident sizes (cheap), and, only when those pass the
+    cap, the proportional sizes, so that a forking program is not charged for shared pages."""
+    resident = sum(_resident_bytes(pid) for pid in pids)
+    if resident <= cap:
+        return resident
+    return sum(_proportional_bytes(pid) for pid in pids)
+
+
 def _uid_tasks(uid: int) -> int:
     n = 0
     for pid, (_, _, threads) in _proc_table().items():
@@ -1210,7 +1244,7 @@ class Supervisor:
         policy = self.policy
         buffers = {k: b"" for k in fds}
         next_du = time.monotonic() + DU_EVERY
-        next_count = 0.0
+        next_count = next_memory = 0.0
         extra = 2 if "bwrap" in policy.layers else 0  # bwrap's monitor and its pid 1
         while self.exit_status is None:
             self._reap()
@@ -1230,6 +1264,15 @@ class Supervisor:
                 count = len(self.descendants()) - extra
                 if count > policy.max_processes:
                     self.limit = f"{count} processes > max_processes {policy.max_processes}; stopped"
+                    self.kill_tree()
+                    break
+            if policy.memory_bytes and now >= next_memory:
+                next_memory = now + MEMORY_EVERY
+                used = tree_memory(self.descendants(), policy.memory_bytes)
+                if used > policy.memory_bytes:
+                    self.limit = (
+                        f"memory: {used // 2**20} MiB > memory_bytes {policy.memory_bytes // 2**20} MiB; stopped"
+                    )
                     self.kill_tree()
                     break
             if now >= next_du and policy.write:

@@ -18,33 +18,34 @@ makes the exit status non-zero; everyone else is still graded and written.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import csv
 import json
 import os
+import queue
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.cells import cell_source, grade_id, read_notebook
-
-from . import confine
+from . import confine, workspace
 from . import gradebook as records
 from . import settings as grading_settings
 from .feedback_pages import localize
-from .limits import watch
+from .intake import Unreadable, copy_file, link_below
+from .limits import kill_tree
 from .manifest import Course, load
 from .nbgrader_cli import fast_start
-from .settings import FAULTS
+from .settings import FAULTS, PROBLEMS
 from .workspace import choose_layers
 
-NBGRADER_OWN_MEMORY = 2**30
-STUDENT_SECONDS = 900
+NBGRADER_OWN_MEMORY = int(1.5 * 2**30)  # nbgrader's own process (the kernels are capped by their supervisor)
+STUDENT_MARGIN = 60.0  # beyond a student's own bound: nbgrader's start, the feedback, the trusted grader's end
 
 
 @dataclass
@@ -54,15 +55,17 @@ class Submission:
     student: str
     assignment: str
     problems: list[str] = field(default_factory=list)
-    faults: list[str] = field(default_factory=list)  # why it could not be graded
+    faults: list[str] = field(default_factory=list)  # why it could not be graded (fully)
     graded: bool = False
+    refused: str = ""  # the whole submission is refused (a link, not a folder): graded 0, why
 
 
 def nbgrader(
-    args: list[str], cwd: Path, course: Path, memory: int | None = None, timeout: float = STUDENT_SECONDS
+    args: list[str], cwd: Path, course: Path, memory: int | None = None, timeout: float | None = None
 ) -> subprocess.CompletedProcess:
-    """Run nbgrader (started by grading/nbgrader_cli.py) in a course folder; a process of its tree
-    over the memory cap is killed (the student's kernel), the rest goes on. Its log is kept in
+    """Run nbgrader (started by grading/nbgrader_cli.py) in a course folder, within a time bound
+    and with its own process's memory bounded (the kernels have their own bounds); past either it
+    is stopped with everything below it, and `stderr` ends with the reason. Its log is kept in
     `build/grading/nbgrader-<command>.log` of that folder."""
     cli = Path(__file__).with_name("nbgrader_cli.py")
     env = dict(
@@ -82,11 +85,10 @@ def nbgrader(
             text=True,
             start_new_session=True,
         )
-        stopped = watch(proc, memory, timeout, kill_whole_tree=False) if memory else ""
-        proc.wait()
+        stopped = bounded(proc, memory, timeout)
         out.seek(0)
         err.seek(0)
-        stderr = err.read() + (f"\nERROR: {stopped}" if stopped else "")
+        stderr = err.read() + (f"\nSTOPPED: {stopped}" if stopped else "")
         stdout = out.read()
         log = cwd / "build" / "grading" / f"nbgrader-{args[0]}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -95,70 +97,54 @@ def nbgrader(
         return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
-def tidy_notebook(path: Path, dest: Path, release: Path | None = None) -> list[str]:
-    """Copy a submitted notebook, fixing what would stop nbgrader; returns what was wrong with it.
+def bounded(proc: subprocess.Popen, memory: int | None, timeout: float | None) -> str:
+    """Wait for `proc`; past `timeout` seconds, or once its own resident memory passes `memory`,
+    kill it and everything below it. Returns why it was stopped ("" if it ended by itself)."""
+    import psutil
 
-    A duplicated grade cell loses its duplicate's metadata; an answer cell the student deleted
-    comes back from the `release` notebook as its empty stub (nbgrader fails on a test cell
-    whose answer cell is gone), so it is graded as not answered."""
-    try:
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(notebook.get("cells"), list):
-            raise ValueError("it has no list of cells")
-    except (ValueError, UnicodeDecodeError) as exc:
-        return [f"{path.name} is not a valid notebook ({str(exc)[:120]}); it was graded 0"]
-    notes, seen = [], set()
-    for cell in notebook["cells"]:
-        gid = grade_id(cell) if isinstance(cell, dict) else None
-        if gid is None:
-            continue
-        if gid in seen:  # a duplicated grade cell would abort nbgrader for everyone
-            del cell["metadata"]["nbgrader"]
-            notes.append(f"{path.name}: a copy of cell {gid!r} was ignored")
-        seen.add(gid)
-        cell["source"] = cell_source(cell)
-    if release is not None and release.exists():
-        notes += _restore_answer_cells(notebook, read_notebook(release), path.name)
-    notebook.setdefault("metadata", {})["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    notebook.setdefault("nbformat", 4)
-    notebook.setdefault("nbformat_minor", 5)
-    dest.write_text(json.dumps(notebook), encoding="utf-8")
-    return notes
+    deadline = None if timeout is None else time.monotonic() + timeout
+    why = ""
+    while proc.poll() is None:
+        if deadline is not None and time.monotonic() > deadline:
+            why = f"it ran longer than {timeout:.0f} s"
+        elif memory:
+            try:
+                rss = psutil.Process(proc.pid).memory_info().rss
+            except psutil.Error:
+                rss = 0
+            if rss > memory:
+                why = f"nbgrader's own process used {rss / 2**30:.1f} GiB, more than {memory / 2**30:.1f} GiB"
+        if why:
+            kill_tree(proc.pid)
+            break
+        try:
+            proc.wait(0.5)
+        except subprocess.TimeoutExpired:
+            pass
+    proc.wait()
+    return why
 
 
-def _restore_answer_cells(notebook: dict, release: dict, name: str) -> list[str]:
-    from helpers.cells import is_answer_cell
-
-    present = {grade_id(c) for c in notebook["cells"] if isinstance(c, dict)}
-    notes = []
-    for index, cell in enumerate(release["cells"]):
-        gid = grade_id(cell)
-        if gid and is_answer_cell(cell) and gid not in present:
-            after = next((grade_id(c) for c in reversed(release["cells"][:index]) if grade_id(c) in present), None)
-            at = next((i + 1 for i, c in enumerate(notebook["cells"]) if after and grade_id(c) == after), 0)
-            notebook["cells"].insert(at, json.loads(json.dumps(cell)))
-            present.add(gid)
-            notes.append(f"{name}: answer cell {gid!r} was missing; it was graded as not answered")
-    return notes
-
-
-def tidy_submission(course: Course, sub: Submission, dest: Path) -> None:
-    """The files of a submission, tidied, in `dest` (a group folder's submitted/<student>/<assignment>)."""
+def copy_submission(course: Course, sub: Submission, dest: Path) -> None:
+    """The files of a submission, as they are, into `dest` (the grading folder's
+    submitted/<student>/<assignment>): regular files only, read without following a link and
+    never waiting on a special file; nbgrader's exporter (grading.intake) judges each notebook.
+    The submission itself is never touched."""
     source = course.root / "submitted" / sub.student / sub.assignment
     dest.mkdir(parents=True, exist_ok=True)
     for path in sorted(source.iterdir()):
-        if path.suffix == ".ipynb":
-            sub.problems += tidy_notebook(
-                path, dest / path.name, course.root / course.release / sub.assignment / path.name
-            )
-        elif path.is_file():  # timestamp.txt, submission_secret.txt, ... from nbgrader collect
-            shutil.copy2(path, dest / path.name)
+        mode = path.lstat().st_mode
+        if path.suffix == ".ipynb" and stat.S_ISLNK(mode):
+            (dest / path.name).symlink_to(os.readlink(path))  # the exporter refuses it, unfollowed
+        elif path.suffix == ".ipynb" and not stat.S_ISREG(mode):
+            os.mkfifo(dest / path.name)  # a special file: the exporter refuses it, without waiting
+        elif stat.S_ISREG(mode):
+            try:
+                copy_file(path, dest / path.name)  # an oversized notebook stays so, for the exporter to refuse
+            except Unreadable:
+                continue  # replaced or removed meanwhile
     for notebook in course.graded_notebooks():
-        if not (source / f"{notebook}.ipynb").exists():
+        if not (dest / f"{notebook}.ipynb").exists() and not (source / f"{notebook}.ipynb").exists():
             sub.problems.append(f"{notebook}.ipynb was not submitted")
 
 
@@ -185,60 +171,69 @@ def ensure_assignment(course: Course, assignment: str) -> None:
             raise SystemExit(f"nbgrader generate_assignment {assignment} failed:\n{proc.stderr[-3000:]}")
 
 
-def grade_group(course: Course, subs: list[Submission], folder: Path, overrides: dict, memory: int) -> None:
-    """Autograde some submissions, and write their feedback, in a private course folder with a copy
-    of the course gradebook (which carries the teachers' manual grades into the feedback)."""
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    shutil.copy(course.root / "nbgrader_config.py", folder / "nbgrader_config.py")
-    (folder / course.source).symlink_to(course.root / course.source, target_is_directory=True)
-    shutil.copy(course.root / "gradebook.db", folder / "gradebook.db")
-    for sub in subs:
-        tidy_submission(course, sub, folder / "submitted" / sub.student / sub.assignment)
-    for assignment in sorted({s.assignment for s in subs}):
-        mine = [s.student for s in subs if s.assignment == assignment]
-        nbgrader(
-            ["grade-group", assignment, *mine, "--", json.dumps(overrides)],
-            folder,
-            course.root,
-            memory,
-            timeout=STUDENT_SECONDS * len(mine),
-        )
-    faults = folder / FAULTS
-    for line in faults.read_text().splitlines() if faults.exists() else []:
-        record = json.loads(line)
-        for sub in subs:
-            if (sub.student, sub.assignment) == (record["student"], record["assignment"]):
-                sub.faults.append(f"{record['kind']} fault in {record['notebook']}: {record['text']}")
-    for sub in subs:  # a notebook nbgrader did not finish (its process was stopped) gets one more go
-        if any(f.startswith("confinement") for f in sub.faults):
-            continue
-        for notebook in unfinished(course, folder, sub):
-            again = nbgrader(
-                [
-                    "autograde",
-                    sub.assignment,
-                    "--force",
-                    "--student",
-                    sub.student,
-                    "--notebook",
-                    notebook,
-                    *[f"--Grading.{k}={v}" for k, v in overrides["Grading"].items() if k != "layers"],
-                    *[f"--Grading.layers={layer}" for layer in overrides["Grading"]["layers"]],
-                ],
-                folder,
-                course.root,
-                memory,
+class Slot:
+    """One of the `--jobs` places where a student is graded: a private course folder (a copy of
+    the course gradebook, which carries the teachers' manual grades into the feedback), where
+    one nbgrader process per student autogrades and writes the feedback within the student's
+    bound; then one writer (the lock) merges that student into the course, and the next one comes."""
+
+    def __init__(self, course: Course, folder: Path, overrides: dict, lock: threading.Lock):
+        self.course, self.folder, self.overrides, self.lock = course, folder, overrides, lock
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        shutil.copy(course.root / "nbgrader_config.py", folder / "nbgrader_config.py")
+        for name in (course.source, course.release):
+            (folder / name).symlink_to(course.root / name, target_is_directory=True)
+        with lock:
+            shutil.copy(course.root / "gradebook.db", folder / "gradebook.db")
+        settings = overrides["Grading"]
+        self.bound = settings["student_seconds"] + STUDENT_MARGIN
+        self.memory = NBGRADER_OWN_MEMORY
+
+    def grade(self, sub: Submission) -> None:
+        for name in ("submitted", "autograded", "feedback"):
+            shutil.rmtree(self.folder / name / sub.student, ignore_errors=True)
+        for path in (self.folder / FAULTS, self.folder / PROBLEMS):
+            path.unlink(missing_ok=True)
+        if not sub.refused:
+            copy_submission(self.course, sub, self.folder / "submitted" / sub.student / sub.assignment)
+            proc = nbgrader(
+                ["grade-group", sub.assignment, sub.student, "--", json.dumps(self.overrides)],
+                self.folder,
+                self.course.root,
+                self.memory,
+                self.bound,
             )
-            if notebook in unfinished(course, folder, sub):
-                sub.faults.append(f"nbgrader could not grade {notebook}.ipynb ({_last_error(again)})")
+            stopped = proc.stderr.rsplit("STOPPED: ", 1)[1].strip() if "STOPPED: " in proc.stderr else ""
+            self._read_records(sub)
+            left = unfinished(self.course, self.folder, sub)
+            if left:
+                why = (
+                    f"grading was stopped: {stopped}"
+                    if stopped
+                    else f"nbgrader could not grade it ({_last_error(proc)})"
+                )
+                sub.faults.append(f"{', '.join(n + '.ipynb' for n in left)}: {why}; graded 0")
+        with self.lock:
+            merge(self.course, sub, self.folder)
+        workspace.sweep()
+
+    def _read_records(self, sub: Submission) -> None:
+        for where, into in ((FAULTS, sub.faults), (PROBLEMS, sub.problems)):
+            path = self.folder / where
+            for line in path.read_text().splitlines() if path.exists() else []:
+                record = json.loads(line)
+                if record["kind"] == "problem":
+                    into.append(record["text"])
+                else:
+                    into.append(f"{record['kind']} fault in {record['notebook']}: {record['text']}")
 
 
 def unfinished(course: Course, folder: Path, sub: Submission) -> list[str]:
     """Submitted graded notebooks whose autograded copy lacks the trusted grading summary."""
     left = []
     for notebook in course.graded_notebooks():
-        if not (folder / "submitted" / sub.student / sub.assignment / f"{notebook}.ipynb").exists():
+        if not os.path.lexists(folder / "submitted" / sub.student / sub.assignment / f"{notebook}.ipynb"):
             continue
         graded = folder / "autograded" / sub.student / sub.assignment / f"{notebook}.ipynb"
         if not graded.exists() or '"grading_summary": true' not in graded.read_text(encoding="utf-8"):
@@ -251,15 +246,15 @@ def _last_error(proc: subprocess.CompletedProcess) -> str:
     return (lines[-1] if lines else (proc.stderr.strip().splitlines() or ["no output"])[-1])[:300]
 
 
-def merge(course: Course, subs: list[Submission], folder: Path) -> None:
-    """One writer: the graded students into the course gradebook, their autograded folders home."""
-    for sub in subs:
-        autograded = folder / "autograded" / sub.student / sub.assignment
-        confinement = [f for f in sub.faults if f.startswith("confinement")]
-        if confinement or not autograded.exists():
-            if not sub.faults:
-                sub.faults.append("nbgrader wrote no autograded copy")
-            continue
+def merge(course: Course, sub: Submission, folder: Path) -> None:
+    """One writer: a graded student into the course gradebook, their autograded folder and
+    feedback home; what nbgrader did not finish (or a refused submission) gets a row of 0 with
+    the reason. A student whose confinement failed is not graded at all."""
+    if any(f.startswith("confinement") for f in sub.faults):
+        return
+    autograded = folder / "autograded" / sub.student / sub.assignment
+    left = unfinished(course, folder, sub) if not sub.refused else course.graded_notebooks()
+    if autograded.exists() and not sub.refused:
         records.merge_student(folder / "gradebook.db", course.root / "gradebook.db", sub.assignment, sub.student)
         for name in ("autograded", "feedback"):
             source, dest = (
@@ -271,7 +266,10 @@ def merge(course: Course, subs: list[Submission], folder: Path) -> None:
                 shutil.copytree(source, dest)
         for page in (course.root / "feedback" / sub.student / sub.assignment).glob("*.html"):
             localize(page, course.edition(sub.assignment).language)
-        sub.graded = True
+    if left:
+        reason = sub.refused or "; ".join(sub.faults) or "it could not be graded"
+        records.zero_notebooks(course, course.root / "gradebook.db", sub.assignment, sub.student, left, reason)
+    sub.graded = True
 
 
 def write_tables(course: Course, subs: list[Submission], seed: int, layers: list[str]) -> None:
@@ -353,11 +351,24 @@ def write_tables(course: Course, subs: list[Submission], seed: int, layers: list
 
 
 def find_submissions(course: Course, only: list[str]) -> list[Submission]:
+    """Every submission folder of an edition's assignment; a student folder or submission that is
+    a link (or not a folder) is refused as a whole, never followed."""
     found = []
+    top = course.root / "submitted"
     for edition in course.editions:
-        for folder in sorted((course.root / "submitted").glob(f"*/{edition.assignment}")):
-            if folder.is_dir() and (not only or folder.parent.name in only):
-                found.append(Submission(folder.parent.name, edition.assignment))
+        for folder in sorted(top.glob(f"*/{edition.assignment}")):
+            student = folder.parent.name
+            if only and student not in only:
+                continue
+            sub = Submission(student, edition.assignment)
+            link = link_below(folder / "x.ipynb", top)
+            if link is not None:
+                sub.refused = (
+                    f"{link.relative_to(top)} is a link or not a folder; links are never followed, "
+                    "so the submission was graded 0"
+                )
+                sub.problems.append(sub.refused)
+            found.append(sub)
     return found
 
 
@@ -380,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-gib", type=float, dest="memory_gib")
     parser.add_argument("--seconds", type=float, help="time limit of one exercise's trusted run")
     parser.add_argument("--cell-timeout", type=int, dest="cell_timeout")
+    parser.add_argument(
+        "--student-seconds", type=float, dest="student_seconds", help="bound on one student's whole grading"
+    )
     parser.add_argument("--layers", help='confinement layers, comma-separated ("auto", bwrap, landlock, user)')
     parser.add_argument(
         "--unconfined",
@@ -392,7 +406,11 @@ def main(argv: list[str] | None = None) -> int:
     root = args.course.resolve()
     course = load(root)
     settings = grading_settings.load(
-        root, {k: getattr(args, k) for k in ("jobs", "seed", "memory_gib", "seconds", "cell_timeout", "unconfined")}
+        root,
+        {
+            k: getattr(args, k)
+            for k in ("jobs", "seed", "memory_gib", "seconds", "cell_timeout", "student_seconds", "unconfined")
+        },
     )
     if args.layers:
         settings.layers = [x.strip() for x in args.layers.split(",") if x.strip()]
@@ -433,27 +451,34 @@ def main(argv: list[str] | None = None) -> int:
             "memory_gib": settings.memory_gib,
             "seconds": settings.seconds,
             "cell_timeout": settings.cell_timeout,
+            "student_seconds": settings.student_seconds,
         }
     }
-    memory = int(2 * settings.memory_gib * 2**30) + NBGRADER_OWN_MEMORY
     jobs = max(1, min(settings.jobs, len(subs)))
     share_cores(jobs)
-    groups = [subs[i::jobs] for i in range(jobs)]
-    work = root / "build" / "grading" / "groups"
-    folders = [work / f"group{i}" for i in range(jobs)]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {
-            pool.submit(grade_group, course, group, folder, overrides, memory): group
-            for group, folder in zip(groups, folders)
-        }
-        for future in concurrent.futures.as_completed(futures):
+    waiting: queue.SimpleQueue[Submission] = queue.SimpleQueue()
+    for sub in subs:
+        waiting.put(sub)
+    lock = threading.Lock()
+    work = root / "build" / "grading" / "slots"
+
+    def slot(index: int) -> None:
+        place = Slot(course, work / f"slot{index}", overrides, lock)
+        while True:
             try:
-                future.result()
-            except Exception as exc:
-                for sub in futures[future]:
-                    sub.faults.append(f"grading failed: {exc!r}")
-    for group, folder in zip(groups, folders):  # one writer
-        merge(course, group, folder)
+                sub = waiting.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                place.grade(sub)
+            except Exception as exc:  # the grader's own fault: this student only
+                sub.faults.append(f"grading failed: {exc!r}")
+
+    threads = [threading.Thread(target=slot, args=(i,), name=f"slot{i}") for i in range(jobs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     write_tables(course, subs, seed, layers)
     failed = [s for s in subs if s.faults]
     for sub in subs:

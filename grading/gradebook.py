@@ -48,6 +48,30 @@ def merge_student(source_db, course_db, assignment: str, student: str) -> None:
         course.db.commit()
 
 
+def zero_notebooks(course, course_db, assignment: str, student: str, notebooks: list[str], reason: str) -> None:
+    """A row of 0 with the reason for each of a student's notebooks that could not be graded:
+    every test cell's automatic score 0 (decided, so nothing waits for a manual grade), the
+    reason as each answer cell's automatic comment. A teacher's manual grades stay."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with warnings.catch_warnings(), Gradebook(_url(course_db)) as gradebook:
+        warnings.simplefilter("ignore")
+        gradebook.update_or_create_student(student)
+        gradebook.update_or_create_submission(assignment, student)
+        for name in notebooks:
+            try:
+                notebook = gradebook.find_submission_notebook(name, assignment, student)
+            except MissingEntry:
+                continue
+            for grade in notebook.grades:
+                grade.auto_score, grade.needs_manual_grade = 0.0, False
+            answers = {item.answer_cell for item in course.items_in(name)}
+            for comment in notebook.comments:
+                if comment.name in answers:
+                    comment.auto_comment = reason
+        gradebook.db.commit()
+
+
 @dataclass
 class NotebookGrade:
     """A student's grade on one notebook, as the gradebook holds it."""

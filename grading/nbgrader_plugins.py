@@ -21,12 +21,11 @@ keeps nothing of it) and the fault is recorded for `make grade` to report.
 from __future__ import annotations
 
 import concurrent.futures
-import ctypes
 import json
 import os
 import secrets
+import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -34,18 +33,21 @@ from pathlib import Path
 import nbformat
 from nbclient.exceptions import DeadKernelError
 from nbclient.util import run_sync
+from nbconvert.exporters import NotebookExporter
+from nbconvert.exporters.exporter import ResourcesDict
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor, SaveAutoGrades
 
-from . import confine
-from .manifest import Course, load
-from .settings import FAULTS, Grading
-from .trusted import ConfinementFailed, Verdict, grade_student, test_cells
-from .workspace import Workspace, choose_layers
+from helpers.cells import grade_id, is_answer_cell
 
-KERNEL_NAME = "attention-confined"
-PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 36, 4
+from . import confine
+from .intake import Unreadable, read_submission
+from .kernel import KERNEL_NAME, ConfinedKernelSpecManager, close_everything
+from .manifest import Course, load
+from .settings import FAULTS, PROBLEMS, Grading
+from .trusted import ConfinementFailed, Verdict, grade_student, test_cells
+from .workspace import Workspace, choose_layers, sweep
 
 
 class _Run:
@@ -68,10 +70,9 @@ class _Run:
         self.workspaces: dict[tuple[str, str], Workspace] = {}
         self.trusted: dict[tuple[str, str], dict[str, concurrent.futures.Future]] = {}
         self.timed_out: set[tuple[str, str]] = set()  # students whose code ran out of time in a cell
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no student process may read this one's memory
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of the kernels come back here
+        self.spent: dict[tuple[str, str], float] = {}  # seconds of a student's cells run so far
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="trusted")
+        sweep()
 
     def workspace(self, student: str, assignment: str) -> Workspace:
         key = (student, assignment)
@@ -94,7 +95,7 @@ class _Run:
             paths = {
                 name: submitted / f"{name}.ipynb"
                 for name in self.course.graded_notebooks()
-                if (submitted / f"{name}.ipynb").exists()
+                if os.path.lexists(submitted / f"{name}.ipynb")  # a link is there, and refused
             }
             workspace = self.workspace(student, assignment)
             futures = {name: concurrent.futures.Future() for name in self.course.graded_notebooks()}
@@ -134,8 +135,12 @@ class _Run:
         except KeyError:
             return "en"
 
-    def fault(self, student: str, assignment: str, notebook: str, kind: str, text: str) -> None:
-        path = self.root / FAULTS
+    def problem(self, student: str, assignment: str, notebook: str, text: str) -> None:
+        """Something wrong with a submission's files (reported; the student is still graded)."""
+        self.fault(student, assignment, notebook, "problem", text, PROBLEMS)
+
+    def fault(self, student: str, assignment: str, notebook: str, kind: str, text: str, where=FAULTS) -> None:
+        path = self.root / where
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(
@@ -151,7 +156,6 @@ class _Run:
         if graded and notebook == graded[-1]:
             workspace = self.workspaces.pop((student, assignment), None)
             self.trusted.pop((student, assignment), None)
-            sweep_orphans()
             if workspace is not None:
                 workspace.remove()
 
@@ -172,67 +176,118 @@ def _ids(resources) -> tuple[str, str, str]:
     return ids["student"], ids["assignment"], ids["notebook"]
 
 
-def sweep_orphans() -> None:
-    """Kill what a kernel left behind and came back to this process (only in the grader's own
-    nbgrader processes, where nothing else runs below us)."""
-    if os.environ.get("ATTENTION_GRADER_PROCESS") != "1":
-        return
-    import psutil
+class SubmittedNotebookExporter(NotebookExporter):
+    """nbgrader's notebook exporter, reading a submission safely (`grading.intake`): a link, a
+    special file, an oversized, non-UTF-8, too deeply nested or malformed notebook is never
+    followed or parsed further; the released notebook, unanswered, stands in for it, with the
+    reason in its metadata, so the student gets a row of 0 with the reason and nobody else is
+    touched."""
 
-    from .trusted import RUNNING
+    def from_filename(self, filename, resources=None, **kw):
+        resources = resources if resources is not None else ResourcesDict()
+        if "metadata" not in resources or resources["metadata"] == "":
+            resources["metadata"] = ResourcesDict()
+        path, basename = os.path.split(filename)
+        resources["metadata"]["name"] = os.path.splitext(basename)[0]
+        resources["metadata"]["path"] = path
+        coursedir = getattr(self.parent, "coursedir", None)
+        top = Path(coursedir.root) / coursedir.submitted_directory if coursedir is not None else None
+        try:
+            nb = read_submission(Path(filename), top).notebook
+        except Unreadable as bad:
+            nb = self._stand_in(resources, bad)
+        return self.from_notebook_node(nb, resources, **kw)
 
-    for _ in range(20):
-        keep = set(RUNNING)  # a sandbox at work, and what runs below it
-        for pid in list(keep):
-            try:
-                keep |= {p.pid for p in psutil.Process(pid).children(recursive=True)}
-            except psutil.Error:
-                pass
-        children = [p for p in psutil.Process().children(recursive=True) if p.pid not in keep]
-        if not children:
-            return
-        for child in children:
-            try:
-                child.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(children, timeout=2)
+    def _stand_in(self, resources, bad: Unreadable) -> nbformat.NotebookNode:
+        ids = resources.get("nbgrader", {})
+        release = _release_notebook(self.parent.coursedir, ids.get("assignment", ""), resources["metadata"]["name"])
+        nb = release if release is not None else nbformat.v4.new_notebook()
+        nb.metadata["attention_unreadable"] = bad.sentence()
+        self.log.warning("%s/%s: %s", ids.get("student"), basename_of(resources), bad.sentence())
+        return nb
 
 
-def write_kernelspec(folder: Path) -> None:
-    """The `attention-confined` kernelspec: ipykernel started by the confinement supervisor. The
-    student's policy (workspace, layers, limits) comes from the kernel's environment."""
-    spec = folder / "kernels" / KERNEL_NAME
-    spec.mkdir(parents=True, exist_ok=True)
-    argv = [
-        sys.executable,
-        "-I",
-        str(Path(confine.__file__)),
-        "run",
-        "--policy-env",
-        confine.POLICY_ENV,
-        "--",
-        sys.executable,
-        "-m",
-        "ipykernel_launcher",
-        "-f",
-        "{connection_file}",
-    ]
-    (spec / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": argv,
-                "display_name": "Python 3 (confined for grading)",
-                "language": "python",
-                "metadata": {"debugger": False},
-            },
-            indent=1,
-        )
-    )
+def basename_of(resources) -> str:
+    return f"{resources['metadata']['name']}.ipynb"
+
+
+def _release_notebook(coursedir, assignment: str, name: str) -> nbformat.NotebookNode | None:
+    """The student release of one notebook (answers empty), or None."""
+    path = Path(coursedir.format_path(coursedir.release_directory, ".", assignment)) / f"{name}.ipynb"
+    try:
+        return read_submission(path).notebook
+    except Unreadable:
+        return None
+
+
+class TidySubmission(NbGraderPreprocessor):
+    """The first of nbgrader's sanitize steps: what would stop nbgrader is put right.
+
+    - a notebook that could not be read (a stand-in) gets a first cell saying why;
+    - a duplicated grade cell keeps its first copy (the others lose nbgrader's metadata);
+    - a duplicated cell id is renewed;
+    - an answer cell the student deleted comes back from the release as its empty stub, after the
+      grade cell before it, so that its test cell is graded (as not answered) rather than failing
+      the notebook."""
+
+    def preprocess(self, nb, resources):
+        run = run_of(self.config)
+        student, assignment, notebook = _ids(resources)
+        for note in tidy(nb, _release_notebook(run.coursedir, assignment, notebook), f"{notebook}.ipynb"):
+            run.problem(student, assignment, notebook, note)
+        return nb, resources
+
+    def preprocess_cell(self, cell, resources, index):
+        return cell, resources
+
+
+def tidy(nb, release, name: str) -> list[str]:
+    """TidySubmission's work on one notebook (changed in place); what was wrong with it."""
+    notes = []
+    unreadable = nb.metadata.get("attention_unreadable")
+    if unreadable:
+        notes.append(unreadable)
+    seen, ids = set(), set()
+    for cell in nb.cells:
+        if cell.get("id") in ids or not cell.get("id"):
+            cell["id"] = uuid.uuid4().hex[:12]
+        ids.add(cell["id"])
+        gid = grade_id(cell)
+        if gid is None:
+            continue
+        if gid in seen:
+            del cell.metadata["nbgrader"]
+            notes.append(f"{name}: a copy of cell {gid!r} was ignored")
+        seen.add(gid)
+    if release is not None and not unreadable:
+        notes += _restore_answer_cells(nb, release, name)
+    if unreadable:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"**{unreadable}**"))
+    return notes
+
+
+def _restore_answer_cells(nb, release, name: str) -> list[str]:
+    present = {grade_id(c) for c in nb.cells}
+    notes = []
+    for index, cell in enumerate(release.cells):
+        gid = grade_id(cell)
+        if gid and is_answer_cell(cell) and gid not in present:
+            after = next((grade_id(c) for c in reversed(release.cells[:index]) if grade_id(c) in present), None)
+            at = next((i + 1 for i, c in enumerate(nb.cells) if after and grade_id(c) == after), 0)
+            copy = nbformat.from_dict(json.loads(json.dumps(cell)))
+            copy["id"] = uuid.uuid4().hex[:12]
+            nb.cells.insert(at, copy)
+            present.add(gid)
+            notes.append(f"{name}: answer cell {gid!r} was missing; it was graded as not answered")
+    return notes
 
 
 class ConfinedExecute(Execute):
-    """nbgrader's Execute with every kernel confined to the student's workspace."""
+    """nbgrader's Execute with every kernel confined to the student's workspace: started and
+    stopped by the course's kernel provisioner (`grading.kernel`), no heartbeat, every zmq context
+    closed when the notebook is done; a student's cells share one time bound
+    (`Grading.student_seconds`), and after a cell runs out of time, the kernel dies or its
+    channel breaks, the rest of the notebook is not run."""
 
     def preprocess(self, nb, resources):
         run = run_of(self.config)
@@ -242,11 +297,8 @@ class ConfinedExecute(Execute):
         self._policy = run.root / "build" / "grading" / "kernels" / f"{uuid.uuid4().hex}.json"
         self._policy.parent.mkdir(parents=True, exist_ok=True)
         confine.write_policy(self._workspace.policy(run.settings, run.layers), str(self._policy))
-        write_kernelspec(self._workspace.root.parent)
-        os.environ["JUPYTER_PATH"] = os.pathsep.join(
-            [str(self._workspace.root.parent), *filter(None, [os.environ.get("JUPYTER_PATH")])]
-        )
         self.kernel_name = KERNEL_NAME
+        self.shutdown_kernel = "immediate"  # by a signal to the supervisor, never over the channel
         self._run, self._student = run, (student, assignment)
         self._timeout = (
             run.settings.cell_timeout if self._student not in run.timed_out else max(5, run.settings.cell_timeout // 10)
@@ -261,23 +313,31 @@ class ConfinedExecute(Execute):
             # nbgrader would drop the whole student; the notebook keeps what ran, the trusted
             # verdict decides its cells, and the kernel goes.
             self.log.warning("%s/%s: the kernel's channel failed (%s); the rest was not run", student, notebook, exc)
-            self._kill_kernel()
+            self._close()
             return getattr(self, "nb", nb), resources
         finally:
             self._policy.unlink(missing_ok=True)
-            sweep_orphans()
 
     def create_kernel_manager(self):
-        km = super().create_kernel_manager()
-        km.transport = "ipc"
+        self.km = self.kernel_manager_class(
+            kernel_name=KERNEL_NAME,
+            config=self.config,
+            kernel_spec_manager=ConfinedKernelSpecManager(
+                launch={
+                    "policy_path": str(self._policy),
+                    "cwd": str(self._workspace.folder),
+                    "env": self._workspace.env(),
+                }
+            ),
+            client_class="grading.kernel.QuietKernelClient",
+        )
+        self.km.transport = "ipc"
         name = f"kernel-{uuid.uuid4().hex[:12]}"
-        km.connection_file = str(self._workspace.runtime / f"{name}.json")
-        km.ip = str(self._workspace.runtime / name)
-        return km
+        self.km.connection_file = str(self._workspace.runtime / f"{name}.json")
+        self.km.ip = str(self._workspace.runtime / name)
+        return self.km
 
     async def async_start_new_kernel(self, **kwargs):
-        kwargs["env"] = {**os.environ, **self._workspace.env(), confine.POLICY_ENV: str(self._policy)}
-        kwargs["cwd"] = str(self._workspace.folder)
         try:
             await super().async_start_new_kernel(**kwargs)
         except Exception:
@@ -286,45 +346,40 @@ class ConfinedExecute(Execute):
 
     async def async_start_new_kernel_client(self):
         try:
-            client = await super().async_start_new_kernel_client()
+            return await super().async_start_new_kernel_client()
         except Exception:
             self._why_not_started()
             raise
-        # nbclient watches the kernel's process, not its heartbeat; and a heartbeat channel whose
-        # kernel died (a student's code can kill it) blocks forever on its next ping over ipc, so
-        # that stopping it at the end of the notebook would hang nbgrader.
-        client.hb_channel.pause()
-        return client
 
     async def _async_cleanup_kernel(self) -> None:
-        # jupyter_client would ask the kernel to shut down over its control channel, and that
-        # request blocks for ever once a student's code has wedged the channel (writing into the
-        # kernel's own sockets is enough). The supervisor is told by a signal instead: it ends the
-        # kernel and everything below it; then nbclient finds no kernel alive and only tidies up.
-        self._kill_kernel()
-        await super()._async_cleanup_kernel()
+        km, kc = self.km, getattr(self, "kc", None)
+        try:
+            await super()._async_cleanup_kernel()
+        finally:
+            close_everything(km, kc)
 
     # nbclient's blocking versions wrap its own coroutines: wrap ours instead.
     start_new_kernel = run_sync(async_start_new_kernel)
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
     _cleanup_kernel = run_sync(_async_cleanup_kernel)
 
-    def _stop(self, cell, ename: str, evalue: str, line: str, later: str):
-        """Record why this cell failed and skip the rest of the notebook."""
-        cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[line]))
-        self._stopped = later
-        return cell, self.resources
-
-    def _kill_kernel(self) -> None:
-        km = getattr(self, "km", None)
+    def _close(self) -> None:
+        km, kc = getattr(self, "km", None), getattr(self, "kc", None)
         process = getattr(getattr(km, "provisioner", None), "process", None)
         if process is not None and process.poll() is None:
-            process.terminate()  # the supervisor forwards it, and kills the tree after its grace time
+            process.send_signal(signal.SIGUSR1)  # the supervisor kills the confined tree at once
             try:
                 process.wait(confine.GRACE_SECONDS + 5)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        close_everything(km, kc)
+
+    def _stop(self, cell, ename: str, evalue: str, line: str, later: str):
+        """Record why this cell failed and skip the rest of the notebook."""
+        cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[line]))
+        self._stopped = later
+        return cell, self.resources
 
     def _why_not_started(self) -> None:
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
@@ -337,13 +392,20 @@ class ConfinedExecute(Execute):
 
     def preprocess_cell(self, cell, resources, index):
         # nbclient re-reads its traits from the configuration when a notebook starts, so the time
-        # limit is set here, cell by cell: the course's, or a short one once this student's code
-        # has run out of time in an earlier notebook (an endless loop costs one timeout in all).
-        self.timeout = self._timeout
+        # limit is set here, cell by cell: the course's (or a short one once this student's code
+        # has run out of time in an earlier notebook: an endless loop costs one timeout in all),
+        # and never more than what is left of the student's own bound.
+        left = self._run.settings.student_seconds - self._run.spent.get(self._student, 0.0)
+        if not self._stopped and cell.cell_type == "code" and cell.source.strip() and left <= 0:
+            self._stopped = (
+                f"Not run: this student's grading time ({self._run.settings.student_seconds:g} s in all) ran out."
+            )
+        self.timeout = max(1, min(self._timeout, int(left) + 1))
         if self._stopped:
             if cell.cell_type == "code" and cell.source.strip():
                 cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=self._stopped + "\n")]
             return cell, resources
+        started = time.monotonic()
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
@@ -362,6 +424,8 @@ class ConfinedExecute(Execute):
                 "The kernel sent something that is not a Jupyter message; the rest was not run.",
                 "Not run: the kernel's channel broke in an earlier cell.",
             )
+        finally:
+            self._run.spent[self._student] = self._run.spent.get(self._student, 0.0) + time.monotonic() - started
         if any(
             o.get("output_type") == "error" and o.get("ename") == self.error_on_timeout["ename"]
             for o in cell.get("outputs", [])

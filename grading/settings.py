@@ -18,6 +18,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 CONFIG_FILE = "nbgrader_config.py"
 FAULTS = Path("build") / "grading" / "faults.jsonl"  # where the plugins record a student they could not grade
+PROBLEMS = Path("build") / "grading" / "problems.jsonl"  # what was wrong with a submission's files
 
 
 class Grading(Configurable):
@@ -35,6 +36,11 @@ class Grading(Configurable):
     cell_timeout = Integer(
         120,
         help="nbgrader's time limit for one cell; after a cell runs out of time, the rest of that notebook is not run.",
+    ).tag(config=True)
+    student_seconds = Float(
+        900.0,
+        help="Bound on one student's whole grading (all their notebooks' cells); once it is spent, "
+        "what did not run is graded 0 with the reason and grading goes on with the next student.",
     ).tag(config=True)
     layers = List(
         Unicode(),

@@ -37,6 +37,7 @@ from helpers.notebook_code import course_cell_sources, notebook_statements
 from . import confine
 from .build import expected_results
 from .cases import all_cases
+from .intake import Unreadable, read_submission
 from .limits import kill_tree, watch
 from .manifest import Course, Item
 from .policy import allowed_import, refusal, violations
@@ -168,7 +169,7 @@ def statements_of(
     built-ins, the course's own cells contribute only their imports of the modules attention
     needs (not the course's helpers or demo functions, which may use a built-in)."""
     course_cells = course_cell_sources(read_notebook(course.source_notebook(notebook, edition)))
-    submitted = read_notebook(path)
+    submitted = read_submission(path).notebook
     student = notebook_statements(submitted, course_cells, which="student")
     ours = notebook_statements(submitted, course_cells, which="course")
     if forbidding:
@@ -367,9 +368,9 @@ def _grade_student(
         notebook_json = None
         if path is not None:
             try:
-                notebook_json = read_notebook(path)
-            except (OSError, ValueError) as exc:
-                reason = _("The notebook could not be read ({error}).").format(error=str(exc)[:200])
+                notebook_json = read_submission(path).notebook
+            except Unreadable as bad:
+                reason = bad.sentence()
                 decided.update({name: Verdict(cell, 0.0, reason) for name, cell in cells.items()})
                 continue
         if notebook_json is None:

@@ -9,6 +9,7 @@ else is writable, and the folder is deleted when the student is graded.
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import re
@@ -18,23 +19,49 @@ import tempfile
 from pathlib import Path
 
 from . import confine
+from .intake import Unreadable, read_bytes
 from .settings import Grading
 
 _base: Path | None = None
+PREFIX = "attention-grading-"
 
 
 def base() -> Path:
-    """This process's folder of workspaces (created once, 0711, removed by `remove_all`)."""
+    """This process's folder of workspaces, `attention-grading-<pid>-*` in the system's temporary
+    folder (created once, 0711). It goes when the process exits (`remove_all`, at exit); the
+    folder of a process that was killed goes at the next `sweep`."""
     global _base
     if _base is None or not _base.exists():
-        _base = Path(tempfile.mkdtemp(prefix="attention-grading-"))
+        _base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
         _base.chmod(0o711)
+        atexit.register(remove_all)
     return _base
 
 
 def remove_all() -> None:
     if _base is not None:
         shutil.rmtree(_base, ignore_errors=True)
+
+
+def sweep() -> list[Path]:
+    """Remove the workspace folders of grading processes that are gone (killed, crashed)."""
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        pid = folder.name.removeprefix(PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _safe(name: str) -> str:
@@ -77,7 +104,10 @@ class Workspace:
         """Copy the student's notebooks (from `notebooks`) and the released helpers (from the
         course's `source` folder of this assignment) into the workspace."""
         for path in Path(notebooks).glob("*.ipynb"):
-            shutil.copy(path, self.folder / path.name)
+            try:  # never through a link, never a special file (grading.intake)
+                (self.folder / path.name).write_bytes(read_bytes(path))
+            except Unreadable:
+                continue
         for folder in (self.folder, self.inbox):
             helpers = folder / "helpers"
             shutil.rmtree(helpers, ignore_errors=True)
@@ -123,6 +153,7 @@ class Workspace:
             max_processes=settings.max_processes,
             max_file_bytes=settings.max_file_mib * 2**20,
             scratch_bytes=settings.scratch_mib * 2**20,
+            memory_bytes=int(settings.memory_gib * 2**30),
         )
 
     def remove(self) -> None:

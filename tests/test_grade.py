@@ -1,46 +1,88 @@
-"""Unit tests of `grading.grade`'s bookkeeping, without running nbgrader or any kernel.
+"""Unit tests of the small pieces of grading, without running nbgrader or any kernel.
 
-The end-to-end behaviour (`make grade` on real classes) is tested in test_grader.py,
-test_attacks.py and test_exchange.py; these tests pin down the small pieces."""
+The end-to-end behaviour (`make grade`, plain `nbgrader autograde`, formgrader, on real classes)
+is tested in test_class_grading.py, test_one_grading_path.py, test_grader.py and test_attacks.py."""
 
 from __future__ import annotations
 
-import json
+import dataclasses
+import os
+import subprocess
+import sys
+import time
 
-from grading.grade import tidy_notebook
+import nbformat
+from conftest import REPO
 
-
-def _cell(grade_id: str) -> dict:
-    return {
-        "cell_type": "code",
-        "metadata": {"nbgrader": {"grade_id": grade_id, "grade": True}},
-        "source": ["a = 1\n", "b = 2"],
-        "outputs": [],
-        "execution_count": None,
-    }
-
-
-def test_tidy_reports_invalid_json_and_leaves_no_copy(tmp_path):
-    broken = tmp_path / "02.ipynb"
-    broken.write_text("{ not json")
-    problems = tidy_notebook(broken, tmp_path / "copy.ipynb")
-    assert len(problems) == 1 and "is not a valid notebook" in problems[0]
-    assert not (tmp_path / "copy.ipynb").exists()
+from grading.grade import Submission, bounded, copy_submission, find_submissions
+from grading.manifest import load
+from grading.nbgrader_plugins import tidy
 
 
-def test_tidy_drops_the_metadata_of_a_duplicated_grade_cell_and_names_the_kernel(tmp_path):
-    notebook = {
-        "cells": [_cell("test_a"), _cell("test_a"), _cell("test_b")],
-        "metadata": {"kernelspec": {"name": "my-own-env"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    path = tmp_path / "03.ipynb"
-    path.write_text(json.dumps(notebook))
-    problems = tidy_notebook(path, tmp_path / "copy.ipynb")
-    assert problems == ["03.ipynb: a copy of cell 'test_a' was ignored"]
-    tidied = json.loads((tmp_path / "copy.ipynb").read_text())
-    ids = [c["metadata"].get("nbgrader", {}).get("grade_id") for c in tidied["cells"]]
-    assert ids == ["test_a", None, "test_b"]
-    assert tidied["metadata"]["kernelspec"]["name"] == "python3"
-    assert json.loads(path.read_text()) == notebook  # the submission itself is never touched
+def _graded(grade_id: str, answer: bool = False):
+    cell = nbformat.v4.new_code_cell("a = 1")
+    cell.metadata["nbgrader"] = {"grade_id": grade_id, "grade": not answer, "solution": answer, "locked": False}
+    if not answer:
+        cell.metadata["nbgrader"]["points"] = 1
+    return cell
+
+
+def test_tidy_keeps_the_first_copy_of_a_duplicated_grade_cell_and_renews_cell_ids():
+    nb = nbformat.v4.new_notebook(cells=[_graded("test_a"), _graded("test_a"), _graded("test_b")])
+    nb.cells[1]["id"] = nb.cells[0]["id"]
+    notes = tidy(nb, None, "03.ipynb")
+    assert notes == ["03.ipynb: a copy of cell 'test_a' was ignored"]
+    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells] == ["test_a", None, "test_b"]
+    assert len({c["id"] for c in nb.cells}) == 3
+
+
+def test_tidy_puts_back_a_deleted_answer_cell_from_the_release_after_the_cell_before_it():
+    release = nbformat.v4.new_notebook(
+        cells=[_graded("intro", answer=True), _graded("answer", answer=True), _graded("test_answer")]
+    )
+    release.cells[1].source = "def f():\n    raise NotImplementedError()"
+    nb = nbformat.v4.new_notebook(cells=[_graded("intro", answer=True), _graded("test_answer")])
+    notes = tidy(nb, release, "02.ipynb")
+    assert notes == ["02.ipynb: answer cell 'answer' was missing; it was graded as not answered"]
+    assert [c.metadata["nbgrader"]["grade_id"] for c in nb.cells] == ["intro", "answer", "test_answer"]
+    assert "NotImplementedError" in nb.cells[1].source
+
+
+def test_tidy_says_why_a_stand_in_is_graded_0():
+    nb = nbformat.v4.new_notebook(cells=[_graded("test_a")])
+    nb.metadata["attention_unreadable"] = "02.ipynb could not be graded: it is a link. It was graded 0."
+    assert tidy(nb, None, "02.ipynb") == [nb.metadata["attention_unreadable"]]
+    assert "it is a link" in nb.cells[0].source
+
+
+def test_bounded_stops_a_process_tree_at_its_time_bound():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, time; subprocess.Popen(['sleep', '60']); time.sleep(60)"],
+        start_new_session=True,
+    )
+    start = time.monotonic()
+    assert "longer than 2 s" in bounded(proc, None, 2)
+    assert time.monotonic() - start < 10 and proc.returncode is not None
+
+
+def test_bounded_stops_a_process_over_its_own_memory_bound():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "x = bytearray(400 * 2**20); import time; time.sleep(60)"], start_new_session=True
+    )
+    assert "GiB" in bounded(proc, 200 * 2**20, 60)
+
+
+def test_a_linked_student_folder_is_refused_whole_and_a_linked_notebook_stays_a_link(tmp_path):
+    course = dataclasses.replace(load(REPO), root=tmp_path)
+    top = tmp_path / "submitted"
+    (tmp_path / "elsewhere" / "attention").mkdir(parents=True)
+    (top / "honest" / "attention").mkdir(parents=True)
+    (top / "mallory").symlink_to(tmp_path / "elsewhere")
+    (top / "honest" / "attention" / "02_scaled_dot_product_attention.ipynb").symlink_to(REPO / "course.toml")
+    os.mkfifo(top / "honest" / "attention" / "03_split_heads.ipynb")
+    subs = {s.student: s for s in find_submissions(course, [])}
+    assert "mallory is a link" in subs["mallory"].refused and not subs["honest"].refused
+    dest = tmp_path / "copy"
+    copy_submission(course, Submission("honest", "attention"), dest)
+    assert (dest / "02_scaled_dot_product_attention.ipynb").is_symlink()
+    assert not (dest / "03_split_heads.ipynb").is_file() and (dest / "03_split_heads.ipynb").exists()
