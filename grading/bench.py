@@ -14,7 +14,8 @@ hold, and writes build/bench.json. Figures:
   nbgrader executing the same notebooks with its own preprocessors and nothing else;
 - a submission stuck in an endless loop: how much longer it takes than a right one, against the
   cell timeout;
-- grading a class with JOBS=2 against JOBS=1, and whether the scores are identical.
+- grading a class with JOBS=2 against JOBS=1, whether the scores are identical, and whether
+  every student of both runs was graded fully (the bench fails if one was not).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -165,13 +167,13 @@ def _timed(cmd: list[str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
-def _grade(course: Path, jobs: int, *args: str) -> tuple[float, dict]:
+def _grade(course: Path, jobs: int, *args: str) -> tuple[float, dict, int]:
     for name in ("autograded", "feedback", "build", "gradebook.db"):
         shutil.rmtree(course / name, ignore_errors=True) if (course / name).is_dir() else (course / name).unlink(
             missing_ok=True
         )
     start = time.perf_counter()
-    subprocess.run(
+    proc = subprocess.run(
         [sys.executable, "-m", "grading.grade", "--jobs", str(jobs), "--seed", "1", *args],
         cwd=course,
         capture_output=True,
@@ -180,7 +182,12 @@ def _grade(course: Path, jobs: int, *args: str) -> tuple[float, dict]:
     seconds = time.perf_counter() - start
     with open(course / "grades_by_cell.csv") as handle:
         scores = {(r["student"], r["cell"]): r["score"] for r in csv.DictReader(handle)}
-    return seconds, scores
+    # graded fully: a row for every cell, and not named among those that could not be
+    ungraded = set(re.findall(r"^  (\S+) \(\S+\): NOT GRADED", proc.stdout, re.M))
+    named = re.search(r"^Could not grade fully: (.*)$", proc.stdout, re.M)
+    ungraded |= {s.split(" (")[0] for s in named.group(1).split(", ")} if named else set()
+    graded = len({student for student, _ in scores} - ungraded)
+    return seconds, scores, graded
 
 
 LOOP = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
@@ -196,17 +203,17 @@ def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
         shutil.copytree(one / "submitted", plain_root / "submitted")
         _timed([nbgrader, "generate_assignment", "attention", "--force"], plain_root)
         execute = _timed([nbgrader, "autograde", "attention", "--force"], plain_root)
-        grade, _ = _grade(one, 1)
+        grade, _, _ = _grade(one, 1)
         looping = _course(Path(tmp) / "loop")
         write_submission(looping, "looping", submission(COURSE, {"split_heads": LOOP}, graded), "attention")
-        right, _ = _grade(looping.parent / "one", 1, f"--cell-timeout={loop_timeout}")
-        stuck, _ = _grade(looping, 1, f"--cell-timeout={loop_timeout}")
+        right, _, _ = _grade(looping.parent / "one", 1, f"--cell-timeout={loop_timeout}")
+        stuck, _, _ = _grade(looping, 1, f"--cell-timeout={loop_timeout}")
         klass = _course(Path(tmp) / "class")
         for i in range(class_size):
             edition = COURSE.editions[i % len(COURSE.editions)]
             write_submission(klass, f"student{i:02d}", submission(COURSE, {}, graded, edition.name), edition.assignment)
-        serial, serial_scores = _grade(klass, 1)
-        parallel, parallel_scores = _grade(klass, 2)
+        serial, serial_scores, serial_graded = _grade(klass, 1)
+        parallel, parallel_scores, parallel_graded = _grade(klass, 2)
     return {
         "execute_seconds": round(execute, 1),
         "grade_seconds": round(grade, 1),
@@ -218,6 +225,8 @@ def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
         "jobs2_seconds": round(parallel, 1),
         "jobs_ratio": round(parallel / serial, 2),
         "same_scores": serial_scores == parallel_scores,
+        "jobs1_graded": serial_graded,
+        "jobs2_graded": parallel_graded,
     }
 
 
@@ -262,6 +271,13 @@ def budgets(r: dict) -> list[tuple[str, str, bool]]:
                 f"JOBS=2 vs JOBS=1, {g['class_size']} submissions",
                 f"{g['jobs_ratio']}x (budget 0.65x), same scores: {g['same_scores']}",
                 g["jobs_ratio"] <= 0.65 and g["same_scores"],
+            )
+        )
+        rows.append(
+            (
+                f"a class of {g['class_size']}, JOBS=1 and JOBS=2: every student graded",
+                f"{g['jobs1_graded']} and {g['jobs2_graded']} of {g['class_size']} graded fully",
+                g["jobs1_graded"] == g["jobs2_graded"] == g["class_size"],
             )
         )
     return rows

@@ -1,18 +1,23 @@
 """Grade a class: `make grade` (or `python -m grading.grade`).
 
-For every submission `submitted/<student>/<assignment>/` of each edition's assignment:
-1. the submission is checked and tidied in a private copy (an invalid notebook is reported and
-   left out, a duplicated grade cell loses its duplicate metadata; `timestamp.txt` and the other
-   files of `nbgrader collect` come along), never touching the submission itself;
-2. the real `nbgrader autograde` grades it, with the course's plugins (`grading.nbgrader_plugins`:
-   confined kernels and the trusted verdict), in one private course folder per job (`--jobs N`
-   grades N groups of students at a time);
-3. one writer merges every graded student into the course's `gradebook.db` (`grading.gradebook`),
-   copies `autograded/<student>/`, and `nbgrader generate_feedback` writes the feedback;
+The grading itself is nbgrader's, with the course's plugins (nbgrader_config.py,
+`grading.nbgrader_plugins`), exactly as plain `nbgrader autograde` and formgrader's button run
+it: safe reading of each notebook, tidying, confined kernels, the trusted verdict. This command
+adds only the parallelism and the report:
+1. every submission `submitted/<student>/<assignment>/` of each edition's assignment goes to one
+   of `--jobs N` slots, each a private course folder with a copy of the course gradebook;
+2. its files are copied there as they are (links stay links and are refused by the exporter,
+   never followed; the submission itself is never touched), and one nbgrader process grades that
+   one student and writes their feedback, within the student's bound (`Grading.student_seconds`
+   for their cells, plus STUDENT_MARGIN) and a memory bound for nbgrader's own process; past
+   either, the process and everything below it is stopped, and the student is graded 0 for what
+   did not finish, with the reason;
+3. one writer merges the student into the course's `gradebook.db` (`grading.gradebook`) at once
+   and copies `autograded/<student>/` and the feedback home; the slot takes the next student;
 4. `grades.csv` and `grades_by_cell.csv` are written from the course gradebook, with the seed.
 Settings come from the `Grading` section of nbgrader_config.py (`grading.settings`), overridden
-by the command line. A student who could not be graded (confinement, a grader fault) is named and
-makes the exit status non-zero; everyone else is still graded and written.
+by the command line. A student who could not be graded fully (confinement, a grader fault, a
+bound reached) is named and makes the exit status non-zero; everyone else is still graded.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from .settings import FAULTS, PROBLEMS
 from .workspace import choose_layers
 
 NBGRADER_OWN_MEMORY = int(1.5 * 2**30)  # nbgrader's own process (the kernels are capped by their supervisor)
-STUDENT_MARGIN = 60.0  # beyond a student's own bound: nbgrader's start, the feedback, the trusted grader's end
+STUDENT_MARGIN = 60.0  # beyond a student's cells' bound: nbgrader's start, the trusted verdict's end, the feedback
 
 
 @dataclass

@@ -166,6 +166,8 @@ _runs: dict[int, _Run] = {}
 def run_of(config) -> _Run:
     key = id(config)
     if key not in _runs:
+        for old in _runs.values():  # a new nbgrader app (formgrader makes one per press)
+            old.pool.shutdown(wait=True)
         _runs.clear()
         _runs[key] = _Run(config)
     return _runs[key]

@@ -50,7 +50,7 @@ LONGEST_FIRST = (
     "test_autograde.py",
     "test_binder.py",
     "test_exchange.py",
-    "test_parallel_grading.py",
+    "test_class_grading.py",
     "test_browser.py",
     "test_stored_outputs.py",
     "test_recipe.py",
@@ -125,8 +125,9 @@ def course_copy(tmp_path: Path) -> Path:
 GRADING_SEED = 4242
 
 
-def grade_class(dest: Path, write_students, jobs: int = 1, args: str = "", expect_ok: bool = True):
-    """Copy the course to `dest`, let `write_students(course)` add submissions, run `make grade`.
+def grade_class(dest: Path, write_students, jobs: int = 1, args: str = "", expect_ok: bool = True, before_grading=None):
+    """Copy the course to `dest`, let `write_students(course)` add submissions, (call
+    `before_grading(course)`), run `make grade`.
 
     Returns the course, the rows of grades_by_cell.csv keyed by (student, cell), and the output.
     """
@@ -134,6 +135,8 @@ def grade_class(dest: Path, write_students, jobs: int = 1, args: str = "", expec
 
     course = copy_course(dest)
     write_students(course)
+    if before_grading is not None:
+        before_grading(course)
     grade_args = f"--seed {GRADING_SEED} --seconds 20 --cell-timeout 20 {args}".strip()
     proc = run(
         ["make", "grade", f"VENV={REPO / '.venv'}", f"JOBS={jobs}", f"GRADE_ARGS={grade_args}"],

@@ -1,0 +1,215 @@
+"""A class with the mess of a real one, graded by `make grade` with JOBS=1 and JOBS=2.
+
+Twelve students submit `03_split_heads` (the stall this guards against came after the third
+or fourth student of one run): three right answers, two wrong ones, "looper" (an endless loop),
+"unlucky" (a fault injected into the trusted grader on its answer), "stuck" (the grader's own
+nbgrader process hangs on this student, the way a zmq context left to the garbage collector hung
+it: `term()` waiting for a socket nobody closes), and four whose files are bad: JSON nested deeper
+than Python's recursion limit, a link to the instructor's solutions, a binary file, and a student
+folder that is a link to another student's. Every student must get a row: the right ones full
+marks, every other one 0 where it broke, with the reason; nobody waits on another; both runs give
+the same tables to the byte; the submissions are unchanged and nothing is left in the system's
+temporary folder. The bound: each student's nbgrader process gets `--student-seconds 30` plus
+grade.STUDENT_MARGIN; the run as a whole is held to its test timeout.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import grade_class
+
+from grading.classroom import submission, write_submission, wrong_answer
+from grading.grade import STUDENT_MARGIN
+from grading.manifest import load
+
+pytestmark = pytest.mark.slow
+NOTEBOOK = "03_split_heads"
+STUDENT_SECONDS = 30
+RIGHT = [f"right{i}" for i in range(1, 4)]
+BAD_FILES = {"deep": "nests more than", "linked": "is a link", "binary": "not UTF-8", "borrowed": "is a link"}
+
+INJECTED = """
+# Injected by tests/test_class_grading.py into the grader's own process:
+# - on "stuck", garbage collection meets a zmq context whose socket is still open (term() waits
+#   for ever), inside the trusted grades step;
+# - on "unlucky", the trusted grader fails to judge split_heads.
+import gc as _gc
+import threading as _threading
+import zmq as _zmq
+import grading.nbgrader_plugins as _plugins
+import grading.trusted as _trusted
+
+_save = _plugins.TrustedGrades.preprocess
+
+
+def _hang(self, nb, resources):
+    if resources["nbgrader"]["student"] == "stuck":
+        context = _zmq.Context()
+        socket = context.socket(_zmq.PUSH)
+        socket.linger = -1
+        socket.connect("ipc:///nonexistent/attention-test")
+        socket.send(b"x", flags=_zmq.DONTWAIT)
+        box = [context, socket]
+        box.append(box)
+        del context, socket, box
+        _gc.collect()
+    return _save(self, nb, resources)
+
+
+_plugins.TrustedGrades.preprocess = _hang
+_grade, _judge, _who = _trusted._grade_student, _trusted.judge_exercise, _threading.local()
+
+
+def _remember(course, paths, *args):
+    _who.name = next(iter(paths.values())).parent.parent.name if paths else ""
+    return _grade(course, paths, *args)
+
+
+def _faulty(item, cases, report, arrays):
+    if getattr(_who, "name", "") == "unlucky" and item.name == "split_heads":
+        raise KeyError(("split_heads", "a sentence the grader does not have"))
+    return _judge(item, cases, report, arrays)
+
+
+_trusted._grade_student, _trusted.judge_exercise = _remember, _faulty
+"""
+
+
+def write_class(root: Path) -> None:
+    with open(root / "nbgrader_config.py", "a") as config:
+        config.write(INJECTED)
+    course = load(root)
+    right = submission(course, {}, [NOTEBOOK])
+    for student in [*RIGHT, "unlucky", "stuck"]:
+        write_submission(root, student, right, "attention")
+    for student, mistake in (("wrong_a", "bare_view"), ("wrong_b", "no_transpose")):
+        answer = wrong_answer(course, "split_heads", mistake)
+        write_submission(root, student, submission(course, {"split_heads": answer}), "attention")
+    looping = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
+    write_submission(root, "looper", submission(course, {"split_heads": looping}), "attention")
+    for student in BAD_FILES:
+        write_submission(root, student, right, "attention")
+    folder = root / "submitted"
+    (folder / "deep" / "attention" / f"{NOTEBOOK}.ipynb").write_text(
+        '{"nbformat": 4, "cells": [], "metadata": {"x": ' + "[" * 100000 + "]" * 100000 + "}}"
+    )
+    linked = folder / "linked" / "attention" / f"{NOTEBOOK}.ipynb"
+    linked.unlink()
+    linked.symlink_to(root / "source" / "attention" / f"{NOTEBOOK}.ipynb")
+    (folder / "binary" / "attention" / f"{NOTEBOOK}.ipynb").write_bytes(bytes(range(256)) * 64)
+    borrowed = folder / "borrowed"
+    for path in sorted(borrowed.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    borrowed.rmdir()
+    borrowed.symlink_to(folder / "right1", target_is_directory=True)
+
+
+def rows(cells: dict, student: str) -> list[dict]:
+    """A student's rows of grades_by_cell.csv for the notebook the class submitted."""
+    return [r for (s, _), r in cells.items() if s == student and r["notebook"] == NOTEBOOK]
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): (os.readlink(p) if p.is_symlink() else hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(folder.rglob("*"))
+        if p.is_symlink() or p.is_file()
+    }
+
+
+def _leftovers() -> set[Path]:
+    """Workspace folders in the system's temporary folder whose grading process is gone."""
+    found = set()
+    for folder in Path(tempfile.gettempdir()).glob("attention-grading-*"):
+        pid = folder.name.removeprefix("attention-grading-").split("-", 1)[0]
+        if not pid.isdigit():
+            continue  # not this grader's (an older one's, without its pid)
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            found.add(folder)
+    return found
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    results = {}
+    for jobs in (1, 2):
+        before = _leftovers()
+        start = time.monotonic()
+        course, cells, output = grade_class(
+            tmp_path_factory.mktemp(f"class{jobs}"),
+            write_class,
+            jobs=jobs,
+            args=f"--student-seconds {STUDENT_SECONDS} --cell-timeout 10",
+            expect_ok=False,
+            before_grading=lambda root, jobs=jobs: results.setdefault(("digests", jobs), _digests(root / "submitted")),
+        )
+        results[jobs] = (course, cells, output, time.monotonic() - start, _leftovers() - before)
+    return results
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_every_student_has_a_row_and_the_right_ones_full_marks(runs, jobs):
+    course, cells, output, *_ = runs[jobs]
+    students = {s for s, _ in cells}
+    assert students == {*RIGHT, "unlucky", "stuck", "wrong_a", "wrong_b", "looper", *BAD_FILES}, output
+    for student in RIGHT:
+        assert all(r["score"] == r["max_score"] for r in rows(cells, student)), (student, output)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_stuck_grader_costs_only_its_student_with_the_reason(runs, jobs):
+    course, cells, output, seconds, _ = runs[jobs]
+    stuck = rows(cells, "stuck")
+    assert stuck and all(r["score"] == "0" and "grading was stopped" in r["reason"] for r in stuck), stuck
+    assert f"longer than {STUDENT_SECONDS + STUDENT_MARGIN:.0f} s" in stuck[0]["reason"]
+    assert "stuck (attention): graded" in output
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_each_bad_file_costs_its_own_student_with_the_reason(runs, jobs):
+    course, cells, output, *_ = runs[jobs]
+    for student, why in BAD_FILES.items():
+        bad = rows(cells, student)
+        assert bad and all(r["score"] == "0" and why in r["reason"] for r in bad), (student, bad)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_wrong_looping_and_unlucky_answers_lose_only_their_cells(runs, jobs):
+    course, cells, output, *_ = runs[jobs]
+    for student in ("wrong_a", "wrong_b", "looper"):
+        row = cells[(student, "test_split_heads")]
+        assert float(row["score"]) < float(row["max_score"]), (student, output)
+    unlucky = cells[("unlucky", "test_split_heads")]
+    assert unlucky["score"] == "0" and "could not judge" in unlucky["reason"]
+    assert cells[("unlucky", "test_split_view")]["score"] == cells[("unlucky", "test_split_view")]["max_score"]
+    assert "Could not grade fully: " in output and "unlucky (attention)" in output
+
+
+@pytest.mark.parametrize("table", ["grades.csv", "grades_by_cell.csv"])
+def test_two_jobs_give_exactly_the_grades_of_one(runs, table):
+    serial, parallel = ((runs[jobs][0] / table).read_text() for jobs in (1, 2))
+    assert parallel == serial
+    with open(runs[1][0] / "grades.csv") as handle:
+        totals = {r["student"]: float(r["score"]) for r in csv.DictReader(handle) if r["notebook"] == "TOTAL"}
+    assert len(set(totals.values())) > 2, totals  # different students, different scores
+
+
+def test_two_jobs_grade_in_two_places_and_faster(runs):
+    assert sorted(p.name for p in (runs[2][0] / "build" / "grading" / "slots").iterdir()) == ["slot0", "slot1"]
+    assert runs[2][3] < runs[1][3], (runs[1][3], runs[2][3])
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_submissions_are_unchanged_and_nothing_is_left_behind(runs, jobs):
+    course = runs[jobs][0]
+    assert _digests(course / "submitted") == runs[("digests", jobs)]
+    assert not runs[jobs][4], runs[jobs][4]
