@@ -10,10 +10,10 @@ exporter through nbconvert's own extension points:
 - `SanitizeStudentHTML` (`HTMLExporter.preprocessors`) cleans every output before the template
   sees it: text/html through `clean`; image/svg+xml kept only as nbconvert shows it by default,
   base64 in an `<img>` (a browser runs no script and loads nothing for an SVG shown as an image);
-  application/javascript, widget views and every other type the page could execute dropped; the
-  notebook's widget state dropped; output metadata that would put an iframe or a file of the
-  student's choosing in the page removed; raw cells cleaned; a grade id that is not a plain name
-  escaped (the formgrade template writes it into attributes unescaped).
+  application/javascript and every other type the page could execute dropped; a widget view
+  shown as a line saying so, the notebook's widget state dropped; output metadata that would put
+  an iframe or a file of the student's choosing in the page removed; raw cells cleaned; a grade
+  id that is not a plain name escaped (the formgrade template writes it into attributes as is).
 - `SanitizedMarkdown` (`HTMLExporter.filters["markdown2html"]`) renders markdown exactly as
   nbconvert does (attachments, anchors, math left for MathJax) and cleans the HTML it gives: the
   nbgrader templates render markdown cells, text/markdown outputs and comments with this filter
@@ -26,9 +26,10 @@ exporter through nbconvert's own extension points:
 
 `clean` keeps headings, lists, tables, code, images (http(s), relative, or a `data:image/...`
 URI) and links to http(s), mailto or a place in the page; it removes every script, event handler,
-iframe, object, form, `<style>` and `javascript:` (or other) URL, and keeps only plain-looking
-inline styles. Ids are prefixed with `user-content-` (and in-page links with them), so a student's
-element cannot stand in for one of formgrader's own.
+iframe, object, form, `<style>` and `javascript:` (or other) URL, relative links (formgrader serves
+the submission's own files on the teacher's origin), and keeps only plain-looking inline styles.
+Ids are prefixed with `user-content-` (and in-page links with them), so a student's element
+cannot stand in for one of formgrader's own.
 """
 
 from __future__ import annotations
