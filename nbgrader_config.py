@@ -84,6 +84,19 @@ c.GenerateAssignment.preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
+# What a student wrote reaches formgrader's pages and the feedback pages as inert HTML: both
+# render with nbconvert's HTMLExporter, formgrader's built from this file inside the Jupyter
+# server. Every output is cleaned before the template sees it, rendered markdown is cleaned, and
+# nbconvert's own `sanitize_html` (no script for javascript outputs, no widget state) uses the
+# course's cleaner rather than bleach's short list of tags (grading/html_safety.py).
+c.HTMLExporter.preprocessors = ["grading.html_safety.SanitizeStudentHTML"]
+c.HTMLExporter.filters = {
+    "markdown2html": "grading.html_safety.SanitizedMarkdown",
+    "clean_html": "grading.html_safety.clean",
+}
+c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.skip_svg_encoding = False
+
 # Feedback never shows the hidden tests.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
