@@ -153,7 +153,8 @@ class Workspace:
             max_processes=settings.max_processes,
             max_file_bytes=settings.max_file_mib * 2**20,
             scratch_bytes=settings.scratch_mib * 2**20,
-            memory_bytes=int(settings.memory_gib * 2**30),
+            # the sandbox's driver caps each child at memory_gib itself; its own share is on top
+            memory_bytes=int((settings.memory_gib + (1 if sandbox else 0)) * 2**30),
         )
 
     def remove(self) -> None:

@@ -520,6 +520,24 @@ done()
     assert r["size"] <= 64 * 2**20 and r["written"] <= 64 * 2**20
 
 
+def test_memory_cap_of_the_whole_tree(box):
+    """Two processes that each stay under the cap but together pass it are stopped, with the
+    reason; a program under the cap runs to its end."""
+    code = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "x = bytearray(200 * 2**20); import time; time.sleep(30)"])
+hoard = bytearray(200 * 2**20)
+time.sleep(30)
+done()
+"""
+    start = time.monotonic()
+    rc, r, out, err = box.run(code, policy=box.policy(memory_bytes=300 * 2**20))
+    assert rc == confine.EXIT_LIMIT and "confine: limit: memory" in err, (rc, out, err)
+    assert time.monotonic() - start < 25
+    rc, r, out, err = box.run("hoard = bytearray(50 * 2**20)\ndone()\n", policy=box.policy(memory_bytes=300 * 2**20))
+    assert rc == 0 and r.get("ran"), (out, err)
+
+
 def test_scratch_quota(box):
     code = """
 chunk = b"y" * 2**20
