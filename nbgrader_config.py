@@ -18,7 +18,21 @@ c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(c.CourseDirectory.root, "gradebook.db")
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.db"]
+# Files nbgrader never copies from a submission. Formgrader serves a submission's other files raw
+# on the teacher's origin, so a student's page or image that could run script is never copied.
+c.CourseDirectory.ignore = [
+    ".ipynb_checkpoints",
+    "*.pyc",
+    "__pycache__",
+    "feedback",
+    "*.db",
+    "*.html",
+    "*.htm",
+    "*.xhtml",
+    "*.svg",
+    "*.xml",
+    "*.js",
+]
 
 # Execution: every cell has a time limit (Grading.cell_timeout below sets it while grading).
 c.Execute.timeout = 120

@@ -70,6 +70,7 @@ class _Run:
         self.workspaces: dict[tuple[str, str], Workspace] = {}
         self.trusted: dict[tuple[str, str], dict[str, concurrent.futures.Future]] = {}
         self.timed_out: set[tuple[str, str]] = set()  # students whose code ran out of time in a cell
+        self.jobs: dict[tuple[str, str], concurrent.futures.Future] = {}  # the trusted job of each student
         self.spent: dict[tuple[str, str], float] = {}  # seconds of a student's cells run so far
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="trusted")
         sweep()
@@ -119,7 +120,7 @@ class _Run:
                     if not future.done():
                         future.set_result(everything.get(notebook, []))
 
-            self.pool.submit(job)
+            self.jobs[key] = self.pool.submit(job)
             self.trusted[key] = futures
         return self.trusted[key]
 
@@ -151,11 +152,16 @@ class _Run:
             )
 
     def finished(self, student: str, assignment: str, notebook: str) -> None:
-        """After a student's last graded notebook their workspace goes."""
-        graded = self.course.graded_notebooks()
-        if graded and notebook == graded[-1]:
+        """After the last graded notebook the student submitted, their workspace goes (once the
+        trusted job, and so its sandbox, has ended)."""
+        submitted = self.submitted(student, assignment)
+        graded = [n for n in self.course.graded_notebooks() if os.path.lexists(submitted / f"{n}.ipynb")]
+        if not graded or notebook == graded[-1]:
             workspace = self.workspaces.pop((student, assignment), None)
             self.trusted.pop((student, assignment), None)
+            job = self.jobs.pop((student, assignment), None)
+            if job is not None:  # its sandbox ends right after the last verdict: nothing stays
+                concurrent.futures.wait([job], timeout=60)
             if workspace is not None:
                 workspace.remove()
 

@@ -52,6 +52,8 @@ LONGEST_FIRST = (
     "test_exchange.py",
     "test_class_grading.py",
     "test_browser.py",
+    "test_one_grading_path.py",
+    "test_html_safety_browser.py",
     "test_stored_outputs.py",
     "test_recipe.py",
 )

@@ -62,6 +62,8 @@ def graded(tmp_path_factory):
     nb.cells.append(nbformat.v4.new_markdown_cell(MARKDOWN))
     nb.cells.append(nbformat.v4.new_code_cell(CODE))
     nbformat.write(nb, submitted / f"{NOTEBOOK}.ipynb")
+    (submitted / "evil.html").write_text(f"<script>document.title='pwned5'; {TERMINALS}</script>")
+    (submitted / "evil.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>')
     only = ["--student", STUDENT, "--notebook", NOTEBOOK, "--force"]
     proc = run(["nbgrader", "autograde", ASSIGNMENT, *only], cwd=root, timeout=1200)
     assert proc.returncode == 0, describe(proc)
@@ -106,6 +108,11 @@ def test_formgraders_page_of_the_submission_runs_none_of_the_students_html(grade
         page.wait_for_function("() => [...document.querySelectorAll('input.score')].some(i => i.placeholder)")
         assert page.locator("td", has_text="42").count() == 1 and page.locator("th", has_text="head").count() == 1
         assert page.locator("img[src^='data:image/png']").count() >= 1
+        # formgrader serves a submission's other files raw on the teacher's origin: a page or an
+        # image of hers that could run script is never copied to where it would be served
+        for name in ("evil.html", "evil.svg"):
+            assert not (graded / "autograded" / STUDENT / ASSIGNMENT / name).exists()
+            assert page.request.get(f"{url}/formgrader/submissions/{submission}/{name}").status == 404
 
 
 def test_the_feedback_page_runs_nothing_and_keeps_the_plot_and_the_tables(graded):
