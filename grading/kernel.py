@@ -19,6 +19,7 @@ import asyncio
 import signal
 import sys
 
+import zmq
 from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager, NoSuchKernel
 from jupyter_client.provisioning import LocalProvisioner
@@ -92,8 +93,17 @@ class ConfinedKernelSpecManager(KernelSpecManager):
         )
 
 
+MAX_MESSAGE = 16 * 2**20  # a bigger message from the kernel is dropped by zmq itself
+
+
 class QuietKernelClient(AsyncKernelClient):
-    """nbclient's kernel client without a heartbeat channel."""
+    """nbclient's kernel client without a heartbeat channel, whose sockets take no message over
+    MAX_MESSAGE from the kernel (zmq drops it, and the peer, before it reaches nbgrader's memory)."""
+
+    def _context_default(self):
+        context = super()._context_default()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
+        return context
 
     def start_channels(self, shell=True, iopub=True, stdin=True, hb=False, control=True):
         super().start_channels(shell=shell, iopub=iopub, stdin=stdin, hb=False, control=control)

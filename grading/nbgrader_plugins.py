@@ -31,7 +31,7 @@ import uuid
 from pathlib import Path
 
 import nbformat
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbconvert.exporters import NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
@@ -43,7 +43,7 @@ from helpers.cells import grade_id, is_answer_cell
 
 from . import confine
 from .intake import Unreadable, read_submission
-from .kernel import KERNEL_NAME, ConfinedKernelSpecManager, close_everything
+from .kernel import KERNEL_NAME, MAX_MESSAGE, ConfinedKernelSpecManager, close_everything
 from .manifest import Course, load
 from .settings import FAULTS, PROBLEMS, Grading
 from .trusted import ConfinementFailed, Verdict, grade_student, test_cells
@@ -290,6 +290,11 @@ def _restore_answer_cells(nb, release, name: str) -> list[str]:
     return notes
 
 
+CELL_OUTPUT = 2 * 2**20
+NOTEBOOK_OUTPUT = 16 * 2**20
+OUTPUT_CUT = "[more output was left out]"
+
+
 class ConfinedExecute(Execute):
     """nbgrader's Execute with every kernel confined to the student's workspace: started and
     stopped by the course's kernel provisioner (`grading.kernel`), no heartbeat, every zmq context
@@ -312,6 +317,7 @@ class ConfinedExecute(Execute):
             run.settings.cell_timeout if self._student not in run.timed_out else max(5, run.settings.cell_timeout // 10)
         )
         self._stopped = ""
+        self._cell_output, self._notebook_output = {}, 0  # bytes of output kept, by cell and in all
         try:
             return super().preprocess(nb, resources)
         except ConfinementFailed as failed:
@@ -383,6 +389,29 @@ class ConfinedExecute(Execute):
                 process.wait()
         close_everything(km, kc)
 
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's, with the outputs bounded: at most CELL_OUTPUT bytes a cell and
+        NOTEBOOK_OUTPUT a notebook; past that, one line says what was left out."""
+        before = len(outs)
+        out = super().output(outs, msg, display_id, cell_index)
+        for added in outs[before:]:
+            size = len(json.dumps(added))
+            used = self._cell_output.get(cell_index, 0) + size
+            self._notebook_output += size
+            self._cell_output[cell_index] = used
+            if used > CELL_OUTPUT or self._notebook_output > NOTEBOOK_OUTPUT:
+                outs.remove(added)
+                if not any(o.get("name") == "stdout" and OUTPUT_CUT in o.get("text", "") for o in outs):
+                    outs.append(
+                        nbformat.v4.new_output(
+                            "stream",
+                            name="stdout",
+                            text=f"{OUTPUT_CUT} (a cell may show {CELL_OUTPUT // 2**20} MiB, "
+                            f"a notebook {NOTEBOOK_OUTPUT // 2**20} MiB)\n",
+                        )
+                    )
+        return out
+
     def _stop(self, cell, ename: str, evalue: str, line: str, later: str):
         """Record why this cell failed and skip the rest of the notebook."""
         cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[line]))
@@ -423,6 +452,15 @@ class ConfinedExecute(Execute):
                 "the kernel died while running this cell",
                 "The kernel died while running this cell (a crash, os._exit, or too much memory).",
                 "Not run: the kernel died in an earlier cell.",
+            )
+        except CellTimeoutError:
+            return self._stop(
+                cell,
+                "CellTimeoutError",
+                "the kernel's output stopped arriving",
+                f"The kernel's output stopped arriving (too much output: a message over "
+                f"{MAX_MESSAGE // 2**20} MiB is dropped); the rest was not run.",
+                "Not run: the kernel's output stopped arriving in an earlier cell.",
             )
         except Exception as exc:
             return self._stop(
