@@ -5,7 +5,8 @@ The class submits `03_split_heads`: "control" (right), "tidy" (a duplicated grad
 deleted answer cell, which plain nbgrader used to fail on), "linked" (the notebook is a link to
 the instructor's solutions), "deep" (JSON nested past Python's recursion limit) and "hog" (a
 scratch cell that takes more memory than the kernel may have: the confinement's own cap stops
-it). Each way grades its own copy of the course with the same settings and seed; formgrader's
+it), "flood" (a scratch cell that prints 20 MB and displays 30 MB of HTML: what nbgrader keeps and
+the feedback page stay small). Each way grades its own copy of the course with the same settings and seed; formgrader's
 button is pressed through a running server's own API, and that server's process must be left as
 it was: no children, no kernels, nothing of the grader's. nbgrader's API is also run in this
 process, as formgrader runs it, to see that grading changes nothing of the process that runs it
@@ -33,7 +34,7 @@ from grading.manifest import load
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "03_split_heads"
-STUDENTS = ("control", "tidy", "linked", "deep", "hog")
+STUDENTS = ("control", "tidy", "linked", "deep", "hog", "flood")
 SETTINGS = """
 # tests/test_one_grading_path.py: the same settings whichever way grading starts
 c.Grading.seed = 4242
@@ -71,6 +72,17 @@ def write_class(root: Path) -> None:
     nb = nbformat.read(hog, as_version=4)
     nb.cells.insert(1, nbformat.v4.new_code_cell("hoard = bytearray(3 * 2**30)  # more than the kernel may have"))
     hog.write_text(json.dumps(nb))
+    flood = folder / "flood" / "attention" / f"{NOTEBOOK}.ipynb"
+    nb = nbformat.read(flood, as_version=4)
+    nb.cells.insert(
+        1,
+        nbformat.v4.new_code_cell(
+            "from IPython.display import HTML, display\n"
+            "for i in range(200):\n    print('x' * 100000)\n"
+            "for i in range(10):\n    display(HTML('<b>' + 'y' * 3 * 2**20 + '</b>'))"
+        ),
+    )
+    flood.write_text(json.dumps(nb))
 
 
 def gradebook_cells(root: Path) -> dict:
@@ -97,7 +109,7 @@ def three_ways(tmp_path_factory):
         write_class(root)
         courses[way] = root
     proc = run(["make", "grade", f"VENV={REPO / '.venv'}"], cwd=courses["make grade"], timeout=1800)
-    assert "Graded 5 of 5" in proc.stdout, describe(proc)
+    assert f"Graded {len(STUDENTS)} of {len(STUDENTS)}" in proc.stdout, describe(proc)
     root = courses["nbgrader autograde"]
     run(["nbgrader", "generate_assignment", "attention", "--force"], cwd=root, check=True)
     proc = run(["nbgrader", "autograde", "attention"], cwd=root, timeout=1800)
@@ -143,6 +155,14 @@ def test_the_class_is_graded_as_it_should_be(three_ways):
     for student, why in (("linked", "is a link"), ("deep", "nests more than")):
         rows = [v for (s, _), v in cells.items() if s == student]
         assert rows and all(score == 0 and why in (comment or "") for score, _, comment in rows), rows
+
+
+def test_what_a_flood_leaves_is_bounded(three_ways):
+    for root in three_ways[0].values():
+        graded = root / "autograded" / "flood" / "attention" / f"{NOTEBOOK}.ipynb"
+        assert graded.stat().st_size < 17 * 2**20, graded.stat().st_size
+    feedback = three_ways[0]["make grade"] / "feedback" / "flood" / "attention" / f"{NOTEBOOK}.html"
+    assert feedback.stat().st_size < 20 * 2**20
 
 
 def test_the_servers_process_is_left_as_it_was(three_ways):
