@@ -61,6 +61,11 @@ TRICKS = {
     "code from a string in IPython": "import IPython.display\ndef f():\n    return get_ipython().run_cell('x')\n",
     "a private name from IPython": "from IPython.display import _safe_get_formatter_method\n",
     "os": "import os\n",
+    "sys.path": "import sys\ndef f():\n    sys.path.insert(0, '.')\n",
+    "path from sys": "from sys import path\n",
+    "sys through torch": "def f():\n    return torch.sys.modules\n",
+    "os through numpy": "def f():\n    return numpy.os.popen('python')\n",
+    "an annotation evaluated": "import typing\ndef f(g):\n    return typing.get_type_hints(g)\n",
 }
 
 

@@ -51,7 +51,6 @@ ALLOWED_IMPORTS = (
     "pprint",
     "random",
     "statistics",
-    "string",
     "textwrap",
     "copy",
     "enum",
@@ -94,9 +93,25 @@ BANNED_ATTRIBUTES = (
     "modules",
     "import_module",
     "builtins",
-    # lookups by a computed name
+    # lookups by a computed name, and strings evaluated as code
     "attrgetter",
     "methodcaller",
+    "get_type_hints",
+    "ForwardRef",
+    # the import system and the modules behind it (torch.sys.path, numpy.os, ...): a module file
+    # the student's kernel wrote into the workspace must not be imported in its place
+    "path",
+    "sys",
+    "os",
+    "importlib",
+    "subprocess",
+    "ctypes",
+    "gc",
+    "inspect",
+    "runpy",
+    "pkgutil",
+    "marshal",
+    "pickle",
     # frames, tracebacks and tracing: the globals of any module, torch's own included
     "exc_info",
     "exception",
