@@ -2,10 +2,11 @@
 
 Nothing the student's code does can change it. For each graded notebook the grader:
 - reads a question's answer from its answer cell without running anything (a literal);
-- for exercises, takes the notebook's definitions with `ast`, holds them to the static policy
-  when the exercise forbids built-ins (`grading.policy`), draws fresh cases from the grading
-  seed, and sends only the inputs to the sandbox (`grading.sandbox`), which runs confined
-  (`grading.confine`) in the student's workspace;
+- for exercises, takes the notebook's definitions with `ast`; when an exercise forbids
+  built-ins, keeps only the statements the exercises need and holds them to the static policy
+  (`helpers.policy`, the one the visible check runs), draws fresh cases from the grading seed,
+  and sends only the inputs to the sandbox (`grading.sandbox`), which runs confined
+  (`grading.confine`) in the student's workspace, and runs those statements and no others;
 - judges the numbers that come back with the same staged checks the students see, in its own
   process and in the submission's language.
 A fault of the grader itself while judging one answer costs only that cell (0, with the reason)
@@ -33,6 +34,7 @@ from helpers.checks import judge, normalise_option
 from helpers.exercises import Case, Outcome
 from helpers.i18n import _, using
 from helpers.notebook_code import course_cell_sources, notebook_statements
+from helpers.policy import check_exercise, needed_statements, refusal
 
 from . import confine
 from .build import expected_results
@@ -40,7 +42,6 @@ from .cases import all_cases
 from .intake import Unreadable, read_submission
 from .limits import kill_tree, watch
 from .manifest import Course, Item
-from .policy import allowed_import, refusal, violations
 from .sandbox import WALL_FACTOR, read_frames
 from .settings import Grading
 from .workspace import Workspace
@@ -163,18 +164,20 @@ class Unit:
 def statements_of(
     course: Course, notebook: str, path: Path, forbidding: bool, edition: str = "en"
 ) -> tuple[list[str], list[str]]:
-    """(the definitions the sandbox runs for a submitted notebook, the student's part of them).
+    """(the definitions the sandbox runs for a submitted notebook, every definition it makes).
 
-    Test cells and top-level actions are left out. For a notebook whose exercises forbid the
-    built-ins, the course's own cells contribute only their imports of the modules attention
-    needs (not the course's helpers or demo functions, which may use a built-in)."""
+    Test cells and top-level actions are left out, and the course's own cells contribute only
+    their definitions. For a notebook whose exercises forbid the built-ins, the sandbox runs only
+    what the notebook's exercises need (`helpers.policy.needed_statements`): exactly what the
+    policy reads, so a scratch cell or a demo neither costs marks nor runs."""
     course_cells = course_cell_sources(read_notebook(course.source_notebook(notebook, edition)))
     submitted = read_submission(path).notebook
     student = notebook_statements(submitted, course_cells, which="student")
     ours = notebook_statements(submitted, course_cells, which="course")
+    every = ours + student
     if forbidding:
-        ours = [s for s in ours if allowed_import(s)]
-    return ours + student, student
+        return needed_statements(every, [i.name for i in course.items_in(notebook) if not i.is_choice]), every
+    return every, every
 
 
 def run_sandbox(
@@ -382,7 +385,7 @@ def _grade_student(
             )
             continue
         forbidding = any(item.forbid_builtins for item in course.items_in(notebook))
-        statements, own = statements_of(course, notebook, path, forbidding, edition)
+        statements, every = statements_of(course, notebook, path, forbidding, edition)
         run = []
         for item in course.items_in(notebook):
             cell = cells[item.name]
@@ -392,7 +395,8 @@ def _grade_student(
                     decided[item.name] = Verdict(cell, score, reason)
                     continue
                 if item.forbid_builtins:
-                    found = violations(own, course.forbidden, tuple(i.name for i in course.exercises()))
+                    names = tuple(i.name for i in course.exercises())
+                    found = check_exercise(every, item.name, course.forbidden, names)
                     if found:
                         decided[item.name] = Verdict(cell, 0.0, refusal(item.name, found))
                         continue

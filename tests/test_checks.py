@@ -109,7 +109,9 @@ def test_the_built_in_does_not_count_for_attention():
         "def scaled_dot_product_attention(q, k, v, mask=None):\n"
         "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None\n"
     )
-    assert "built-in earns no marks" in failure(item.name, define(COURSE, item, source))
+    assert "may not rely on the built-in F.scaled_dot_product_attention" in failure(
+        item.name, define(COURSE, item, source)
+    )
 
 
 def test_changing_an_input_in_place_is_reported():

@@ -146,7 +146,7 @@ def test_a_forbidden_built_in_is_refused_with_one_sentence(graded):
     _, _, cells, _ = graded
     for student in ("tricks_b", "tricks_c"):
         reason = cells[(student, "test_scaled_dot_product_attention")]["reason"]
-        assert "may not use" in reason and reason.count("\n") == 0, reason
+        assert "may not rely on" in reason and reason.count("\n") == 0, reason
 
 
 def test_feedback_names_the_mistake_and_hides_the_hidden_tests(graded):

@@ -27,7 +27,7 @@ from .casefile import load_cases
 from .exercises import Case, Outcome, run_case
 from .feedback import CheckFailed, explain_error, first_difference, mistake_message, passed, preview, shape_of
 from .i18n import _
-from .notebook_code import forbidden_uses
+from .policy import check_exercise, refusal, session_statements
 
 RTOL = ATOL = 1e-5  # float32 results against a float64 reference
 MISTAKE_TOLERANCE = 1e-4  # how close a result must be to a known wrong answer to name it
@@ -217,23 +217,15 @@ def judge(case: Case, outcome: Outcome) -> str:
 # ----------------------------------------------------------------------------- running
 
 
-def _source_of(obj) -> str:
-    try:
-        return textwrap.dedent(inspect.getsource(obj))
-    except (OSError, TypeError):
-        return ""
-
-
 def forbidden_message(name: str, obj) -> str:
-    """A message when the code of `obj` calls a built-in that the exercise forbids."""
+    """The grader's own refusal, when the statements behind `obj` (as this session ran them) do
+    what an exercise that forbids the built-ins does not allow; empty when its policy passes."""
     forbidden = tuple(course.item(name).get("forbidden", ()))
-    uses = forbidden_uses(_source_of(obj), forbidden, own_name=name) if forbidden else []
-    if not uses:
+    if not forbidden:
         return ""
-    return _(
-        "`{name}` uses {use}: this exercise asks you to write attention yourself, so the built-in earns "
-        "no marks here (you will meet it in notebook 06)."
-    ).format(name=name, use=uses[0])
+    names = tuple(course.exercises())
+    found = check_exercise(session_statements(name, obj), name, forbidden, names)
+    return refusal(name, found) if found else ""
 
 
 def run_quietly(obj, case: Case) -> Outcome:

@@ -127,36 +127,3 @@ def run_statements(statements: list[str], namespace: dict | None = None) -> tupl
 def load_definitions(path: str | Path, namespace: dict | None = None) -> tuple[dict, list[str]]:
     """Run the definitions of a saved notebook in a fresh namespace: (namespace, errors)."""
     return run_statements(notebook_statements(read_notebook(path)), namespace)
-
-
-def forbidden_uses(source: str, names: tuple[str, ...], own_name: str = "") -> list[str]:
-    """Places where `source` reaches for one of `names`: attributes, imports, names, strings.
-
-    `own_name` (the exercise's own name) may appear as a plain name, for recursion or a
-    definition; docstrings are not read. Returns short descriptions such as "F.scaled_dot_product_attention".
-    """
-    try:
-        tree = ast.parse(_strip_magics(source))
-    except SyntaxError:
-        return []
-    docstrings = {
-        id(body[0].value)
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        and (body := node.body)
-        and isinstance(body[0], ast.Expr)
-        and isinstance(body[0].value, ast.Constant)
-    }
-    found = []
-    for node in ast.walk(tree):
-        if id(node) in docstrings:
-            continue
-        if isinstance(node, ast.Attribute) and node.attr in names:
-            found.append(ast.unparse(node))
-        elif isinstance(node, ast.ImportFrom):
-            found += [f"from {node.module} import {a.name}" for a in node.names if a.name in names]
-        elif isinstance(node, ast.Name) and node.id in names and node.id != own_name:
-            found.append(node.id)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            found += [repr(node.value) for n in names if n in node.value]
-    return found
