@@ -53,6 +53,12 @@ NBGRADER_OWN_MEMORY = int(1.5 * 2**30)  # nbgrader's own process (the kernels ar
 STUDENT_MARGIN = 60.0  # beyond a student's cells' bound: nbgrader's start, the trusted verdict's end, the feedback
 
 
+def student_bound(student_seconds: float) -> float:
+    """How long one student's nbgrader process may take: their cells' bound and a margin of half
+    that, at most STUDENT_MARGIN (60 s for the default 900 s)."""
+    return student_seconds + min(STUDENT_MARGIN, student_seconds / 2)
+
+
 @dataclass
 class Submission:
     """One student's submission of one assignment, and what was wrong with its files."""
@@ -192,7 +198,7 @@ class Slot:
         with lock:
             shutil.copy(course.root / "gradebook.db", folder / "gradebook.db")
         settings = overrides["Grading"]
-        self.bound = settings["student_seconds"] + STUDENT_MARGIN
+        self.bound = student_bound(settings["student_seconds"])
         self.memory = NBGRADER_OWN_MEMORY
 
     def grade(self, sub: Submission) -> None:

@@ -1,16 +1,17 @@
 """A class with the mess of a real one, graded by `make grade` with JOBS=1 and JOBS=2.
 
-Twelve students submit `03_split_heads` (the stall this guards against came after the third
-or fourth student of one run): three right answers, two wrong ones, "looper" (an endless loop),
+Ten students submit `03_split_heads` (the stall this guards against came after the third or
+fourth student of one run): two right answers, two wrong ones, "looper" (an endless loop),
 "unlucky" (a fault injected into the trusted grader on its answer), "stuck" (the grader's own
 nbgrader process hangs on this student, the way a zmq context left to the garbage collector hung
-it: `term()` waiting for a socket nobody closes), and four whose files are bad: JSON nested deeper
-than Python's recursion limit, a link to the instructor's solutions, a binary file, and a student
-folder that is a link to another student's. Every student must get a row: the right ones full
-marks, every other one 0 where it broke, with the reason; nobody waits on another; both runs give
-the same tables to the byte; the submissions are unchanged and nothing is left in the system's
-temporary folder. The bound: each student's nbgrader process gets `--student-seconds 30` plus
-grade.STUDENT_MARGIN; the run as a whole is held to its test timeout.
+it: `term()` waiting for a socket nobody closes), and three whose files are bad: JSON nested
+deeper than Python's recursion limit, a link to the instructor's solutions, and a student folder
+that is a link to another student's (the other kinds of bad file are in test_intake.py). Every
+student must get a row: the right ones full marks, every other one 0 where it broke, with the
+reason; nobody waits on another; both runs give the same tables to the byte; the submissions are
+unchanged and nothing is left in the system's temporary folder. The bound: each student's
+nbgrader process gets `--student-seconds 30` plus half of it (grade.student_bound); the run as a
+whole is held to its test timeout.
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ import pytest
 from conftest import grade_class
 
 from grading.classroom import submission, write_submission, wrong_answer
-from grading.grade import STUDENT_MARGIN
+from grading.grade import student_bound
 from grading.manifest import load
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "03_split_heads"
 STUDENT_SECONDS = 30
-RIGHT = [f"right{i}" for i in range(1, 4)]
-BAD_FILES = {"deep": "nests more than", "linked": "is a link", "binary": "not UTF-8", "borrowed": "is a link"}
+RIGHT = ["right1", "right2"]
+BAD_FILES = {"deep": "nests more than", "linked": "is a link", "borrowed": "is a link"}
 
 INJECTED = """
 # Injected by tests/test_class_grading.py into the grader's own process:
@@ -103,7 +104,6 @@ def write_class(root: Path) -> None:
     linked = folder / "linked" / "attention" / f"{NOTEBOOK}.ipynb"
     linked.unlink()
     linked.symlink_to(root / "source" / "attention" / f"{NOTEBOOK}.ipynb")
-    (folder / "binary" / "attention" / f"{NOTEBOOK}.ipynb").write_bytes(bytes(range(256)) * 64)
     borrowed = folder / "borrowed"
     for path in sorted(borrowed.rglob("*"), reverse=True):
         path.unlink() if path.is_file() else path.rmdir()
@@ -170,7 +170,7 @@ def test_a_stuck_grader_costs_only_its_student_with_the_reason(runs, jobs):
     course, cells, output, seconds, _ = runs[jobs]
     stuck = rows(cells, "stuck")
     assert stuck and all(r["score"] == "0" and "grading was stopped" in r["reason"] for r in stuck), stuck
-    assert f"longer than {STUDENT_SECONDS + STUDENT_MARGIN:.0f} s" in stuck[0]["reason"]
+    assert f"longer than {student_bound(STUDENT_SECONDS):.0f} s" in stuck[0]["reason"]
     assert "stuck (attention): graded" in output
 
 
