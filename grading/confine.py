@@ -13,7 +13,8 @@ sizes every 0.1 s, proportional sizes once those pass the cap: a watch that need
 delegation) and the size of the ``write`` directories
 (``EXIT_LIMIT`` = 98 and a ``confine: limit: ...`` line when one is exceeded), kills every process
 left when the main process ends, and exits with the child's exit status (128+N for signal N).
-SIGUSR1 to the supervisor kills the confined tree at once (``run`` uses it on a timeout).
+SIGUSR1 to the supervisor kills the confined tree at once (``run`` uses it on a timeout). When the
+supervisor's own parent dies (a grader killed), it acts as on SIGTERM: nothing outlives the grader.
 
 Always, whatever the layers: RLIMIT_FSIZE / RLIMIT_NOFILE / RLIMIT_CORE=0 (and RLIMIT_NPROC where
 the kernel applies it), a new session, PR_SET_PDEATHSIG=SIGKILL, PR_SET_NO_NEW_PRIVS, and, when
@@ -1152,6 +1153,7 @@ class Supervisor:
     # -- start ----------------------------------------------------------------------------------
     def run(self) -> int:
         policy = self.policy
+        self.parent = os.getppid()  # when it goes (a grader killed), the confined tree goes too
         try:
             prctl(PR_SET_DUMPABLE, 0)
             prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -1255,6 +1257,8 @@ class Supervisor:
                 self.exit_status = 128 + signal.SIGKILL
                 break
             now = time.monotonic()
+            if self.term_deadline is None and os.getppid() != self.parent:
+                self._on_signal(signal.SIGTERM, None)  # orphaned: as if told to stop
             if self.term_deadline is not None and now > self.term_deadline:
                 self.kill_tree()
                 self.exit_status = 128 + signal.SIGTERM

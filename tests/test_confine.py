@@ -607,6 +607,32 @@ def test_run_timeout_kills_the_tree(box):
     assert left == []
 
 
+def test_nothing_outlives_a_killed_parent_of_the_supervisor(box):
+    """A grader killed outright (SIGKILL, no chance to stop its kernels) takes the confined tree
+    with it: the orphaned supervisor stops it as on SIGTERM."""
+    token = "confine-orphan-" + uuid.uuid4().hex
+    script = box.scratch / "sleeper.py"
+    script.write_text("import os, time\nos.fork()\ntime.sleep(120)\n")
+    command = confine.command(box.policy(), [sys.executable, str(script), token], str(box.base / "policy.json"))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, time; subprocess.Popen({command!r}); time.sleep(120)"]
+    )
+
+    def programs():  # the sleeper and its fork (not the parent, the supervisor or bwrap)
+        return [p for p in leftovers(token) if p.info["cmdline"][1:2] == [str(script)]]
+
+    deadline = time.monotonic() + 30
+    while len(programs()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(programs()) == 2, "the confined program did not start"
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + confine.GRACE_SECONDS + 15
+    while leftovers(token) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert leftovers(token) == []
+
+
 def test_sigterm_ignored_then_tree_killed(tmp_path, strongest):
     """SIGTERM is forwarded; a child that ignores it is killed after the grace period."""
     box = Box(tmp_path, strongest)
