@@ -46,6 +46,7 @@ from .intake import Unreadable, copy_file, link_below
 from .limits import kill_tree
 from .manifest import Course, load
 from .nbgrader_cli import fast_start
+from .sandbox import WALL_FACTOR
 from .settings import FAULTS, PROBLEMS
 from .workspace import choose_layers
 
@@ -53,10 +54,11 @@ NBGRADER_OWN_MEMORY = int(1.5 * 2**30)  # nbgrader's own process (the kernels ar
 STUDENT_MARGIN = 60.0  # beyond a student's cells' bound: nbgrader's start, the trusted verdict's end, the feedback
 
 
-def student_bound(student_seconds: float) -> float:
-    """How long one student's nbgrader process may take: their cells' bound and a margin of half
-    that, at most STUDENT_MARGIN (60 s for the default 900 s)."""
-    return student_seconds + min(STUDENT_MARGIN, student_seconds / 2)
+def student_bound(student_seconds: float, seconds: float) -> float:
+    """How long one student's nbgrader process may take: their cells' bound, and a margin of half
+    that (at most STUDENT_MARGIN) or, if longer, the trusted grader's own bound on one looping
+    exercise (WALL_FACTOR x `seconds` + 10 s), which runs beside the cells: 1000 s by default."""
+    return student_seconds + max(min(STUDENT_MARGIN, student_seconds / 2), WALL_FACTOR * seconds + 10)
 
 
 @dataclass
@@ -198,7 +200,7 @@ class Slot:
         with lock:
             shutil.copy(course.root / "gradebook.db", folder / "gradebook.db")
         settings = overrides["Grading"]
-        self.bound = student_bound(settings["student_seconds"])
+        self.bound = student_bound(settings["student_seconds"], settings["seconds"])
         self.memory = NBGRADER_OWN_MEMORY
 
     def grade(self, sub: Submission) -> None:

@@ -10,8 +10,9 @@ that is a link to another student's (the other kinds of bad file are in test_int
 student must get a row: the right ones full marks, every other one 0 where it broke, with the
 reason; nobody waits on another; both runs give the same tables to the byte; the submissions are
 unchanged and nothing is left in the system's temporary folder. The bound: each student's
-nbgrader process gets `--student-seconds 30` plus half of it (grade.student_bound); the run as a
-whole is held to its test timeout.
+nbgrader process gets `--student-seconds 30` plus the trusted grader's bound on one looping
+exercise (`--seconds 5`: 25 s; grade.student_bound), 55 s; the run as a whole is held to its test
+timeout.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from grading.manifest import load
 pytestmark = pytest.mark.slow
 NOTEBOOK = "03_split_heads"
 STUDENT_SECONDS = 30
+TRUSTED_SECONDS = 5  # the trusted grader's limit on one exercise (the looper's)
 RIGHT = ["right1", "right2"]
 BAD_FILES = {"deep": "nests more than", "linked": "is a link", "borrowed": "is a link"}
 
@@ -148,7 +150,7 @@ def runs(tmp_path_factory):
             tmp_path_factory.mktemp(f"class{jobs}"),
             write_class,
             jobs=jobs,
-            args=f"--student-seconds {STUDENT_SECONDS} --cell-timeout 10",
+            args=f"--student-seconds {STUDENT_SECONDS} --seconds {TRUSTED_SECONDS} --cell-timeout 10",
             expect_ok=False,
             before_grading=lambda root, jobs=jobs: results.setdefault(("digests", jobs), _digests(root / "submitted")),
         )
@@ -170,7 +172,7 @@ def test_a_stuck_grader_costs_only_its_student_with_the_reason(runs, jobs):
     course, cells, output, seconds, _ = runs[jobs]
     stuck = rows(cells, "stuck")
     assert stuck and all(r["score"] == "0" and "grading was stopped" in r["reason"] for r in stuck), stuck
-    assert f"longer than {student_bound(STUDENT_SECONDS):.0f} s" in stuck[0]["reason"]
+    assert f"longer than {student_bound(STUDENT_SECONDS, TRUSTED_SECONDS):.0f} s" in stuck[0]["reason"]
     assert "stuck (attention): graded" in output
 
 
