@@ -8,7 +8,9 @@ file per language) holds the translations, each keyed to the English unit it tra
 - a message of the checks, labs, plots and grader: the English text as msgid (extracted from
   `_()`, `N_()` and `pgettext()` calls in helpers/ and grading/);
 - a sentence of the manifest: a mistake's sentence (context `mistake/<exercise>/<name>`), a
-  question, its options and why each wrong option is wrong.
+  question and its options, a practice question's explanations, and a graded question's
+  explanations (context `explain/<question>`: the grader reads them from the catalogue, and they
+  are never compiled into the helpers a student receives).
 When an English unit changes, its translation becomes stale (gettext's "fuzzy") and the tests
 fail until a translator updates it.
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import ast
 import datetime
+import functools
 import io
 import shutil
 import sys
@@ -37,6 +40,7 @@ from babel.messages.pofile import read_po, write_po
 from helpers.cells import is_test_cell
 
 from .manifest import Course, load
+from .question_cells import question_of, render_cells
 
 I18N = "i18n"
 DOMAIN = "course"
@@ -45,6 +49,7 @@ MESSAGE_SOURCES = ("grading",)  # besides the helpers of the English source
 
 
 MESSAGES = "messages"  # the catalogue file of everything that is not a notebook cell
+GRADER_ONLY = "explain/"  # contexts of what only the grader says (never compiled into the helpers)
 
 
 def catalogue_dir(course: Course, language: str) -> Path:
@@ -77,6 +82,8 @@ def cell_units(course: Course, notebook: str) -> list[tuple[str, str, str]]:
     nb = nbformat.read(course.source_notebook(notebook), as_version=4)
     units = []
     for cell in nb.cells:
+        if question_of(cell):
+            continue  # written from the manifest, whose question and options the catalogue translates
         if cell.cell_type == "markdown" and cell.source.strip():
             units.append((f"{notebook}/{cell.id}", cell.source, "markdown"))
         elif cell.cell_type == "code" and not is_test_cell(cell) and _has_words(cell.source):
@@ -104,13 +111,14 @@ def template(course: Course) -> Catalog:
     for item in course.items:
         for mistake in item.mistakes.values():
             catalog.add(mistake.sentence, context=f"mistake/{item.name}/{mistake.name}", auto_comments=["mistake"])
-        for text in [
-            item.spec.get("question", ""),
-            *item.spec.get("options", {}).values(),
-            *item.spec.get("why_not", {}).values(),
-        ]:
+        for text in [item.spec.get("question", ""), *item.spec.get("options", {}).values()]:
             if text:
                 catalog.add(text, auto_comments=[f"question {item.name}"])
+        for text in item.explanations.values():
+            catalog.add(text, context=f"{GRADER_ONLY}{item.name}", auto_comments=["graded question: feedback only"])
+    for practice in course.practice:
+        for text in [practice.question, *practice.options.values(), *practice.explain.values()]:
+            catalog.add(text, auto_comments=[f"practice question {practice.name}"])
     return catalog
 
 
@@ -126,6 +134,20 @@ def read_catalogue(course: Course, language: str) -> Catalog:
         for message in part.obsolete.values():
             catalog.obsolete[message.key if hasattr(message, "key") else message.id] = message
     return catalog
+
+
+@functools.cache
+def _grader_catalogue(language: str) -> Catalog:
+    return read_catalogue(load(), language)
+
+
+def grader_text(text: str, context: str, language: str) -> str:
+    """A sentence only the grader says (a graded question's explanation), in `language`: read from
+    the instructor's catalogue, as it is never in the helpers' compiled messages."""
+    if language == "en":
+        return text
+    message = _grader_catalogue(language).get(text, context=context)
+    return message.string if message is not None and message.string and not message.fuzzy else text
 
 
 def merged(course: Course, language: str) -> Catalog:
@@ -161,6 +183,11 @@ def _code_skeleton(source: str) -> str:
     return ast.dump(tree)
 
 
+def _translated(catalog: Catalog, text: str) -> str:
+    message = catalog.get(text)
+    return message.string if message is not None and message.string and not message.fuzzy else text
+
+
 def translate_notebook(course: Course, notebook: str, catalog: Catalog) -> nbformat.NotebookNode:
     """An English source notebook with every translatable cell replaced by its translation."""
     nb = nbformat.read(course.source_notebook(notebook), as_version=4)
@@ -172,6 +199,7 @@ def translate_notebook(course: Course, notebook: str, catalog: Catalog) -> nbfor
         if cell.cell_type == "code" and _code_skeleton(message.string) != _code_skeleton(cell.source):
             raise ValueError(f"{context}: the translation changes the code, not only its comments and strings")
         cell.source = message.string
+    render_cells(course, nb, lambda text: _translated(catalog, text))
     nb.metadata["language"] = str(catalog.locale).replace("_", "-") if catalog.locale else ""
     nb.metadata.pop("widgets", None)
     return nb
@@ -189,7 +217,8 @@ def compile_messages(course: Course, language: str, catalog: Catalog) -> Path:
     )
     for message in catalog:
         is_cell = (message.context or "").split("/")[0] in course.notebooks
-        if message.id and message.string and not message.fuzzy and not is_cell:
+        grader_only = (message.context or "").startswith(GRADER_ONLY)
+        if message.id and message.string and not message.fuzzy and not is_cell and not grader_only:
             messages.add(message.id, message.string, context=message.context)
     path = course.source_dir() / "helpers" / "locale" / language.replace("-", "_") / "LC_MESSAGES" / f"{DOMAIN}.mo"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -73,6 +73,36 @@ class Item:
     def wrong_options(self) -> list[str]:
         return [o for o in self.spec.get("options", {}) if o != self.spec.get("answer")]
 
+    @property
+    def explanations(self) -> dict[str, str]:
+        """A question's reason for every option, the right one included (instructor only: the
+        grader puts the one for the chosen option in the feedback)."""
+        return self.spec.get("explain", {})
+
+
+@dataclass(frozen=True)
+class Practice:
+    """A practice question: no points, no grade cell; every option explained at once, so all of
+    it is released."""
+
+    name: str
+    notebook: str
+    question: str
+    options: dict = field(compare=False, hash=False)
+    answer: str = ""
+    explain: dict = field(compare=False, hash=False, default_factory=dict)
+
+    def student_view(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": "practice",
+            "notebook": self.notebook,
+            "question": self.question,
+            "options": self.options,
+            "answer": self.answer,
+            "explain": self.explain,
+        }
+
 
 @dataclass(frozen=True)
 class Edition:
@@ -96,6 +126,7 @@ class Course:
     forbidden: tuple[str, ...]
     editions: tuple[Edition, ...]
     items: tuple[Item, ...]
+    practice: tuple[Practice, ...] = ()
 
     # -------------------------------------------------------------------------------- lookups
     def item(self, name: str) -> Item:
@@ -142,11 +173,13 @@ class Course:
         base = self.case_seed if seed is None else seed
         return int.from_bytes(hashlib.sha256(f"{base}/{item}".encode()).digest()[:8], "little") >> 1
 
+    def practice_in(self, notebook: str) -> list[Practice]:
+        return [p for p in self.practice if p.notebook == notebook]
+
     # -------------------------------------------------------------------------------- students
     def student_view(self) -> dict:
-        """What the released checks need: no solution edits, no answers, no alternatives."""
-        from helpers.checks import choice_digest
-
+        """What the released checks need: no solution edits, no answers, no alternatives, and for a
+        graded question nothing but its text and options (the same data for every option)."""
         items = []
         for item in self.items:
             entry = {"name": item.name, "kind": item.kind, "notebook": item.notebook}
@@ -155,8 +188,6 @@ class Course:
                     variable=item.variable,
                     question=item.spec.get("question", ""),
                     options=item.spec["options"],
-                    why_not=item.spec.get("why_not", {}),
-                    digest=choice_digest(item.name, item.answer),
                 )
             else:
                 for key in ("call", "args", "optional", "init", "outputs", "masked_output"):
@@ -166,7 +197,7 @@ class Course:
                 entry["forbidden"] = list(self.forbidden) if item.forbid_builtins else []
                 entry["mistakes"] = {m.name: m.sentence for m in item.mistakes.values()}
             items.append(entry)
-        return {"items": items}
+        return {"items": items, "practice": [p.student_view() for p in self.practice]}
 
 
 def _item(table: dict) -> Item:
@@ -177,6 +208,13 @@ def _item(table: dict) -> Item:
         raise ValueError(
             f"{MANIFEST}: item {table['name']!r} has kind {table['kind']!r}; use function, class or choice."
         )
+    if table["kind"] == "choice":
+        options, explain = table.get("options", {}), table.get("explain", {})
+        if set(explain) != set(options) or table.get("answer") not in options:
+            raise ValueError(
+                f"{MANIFEST}: question {table['name']!r} needs an answer among its options and an explanation "
+                f"for every option (options {sorted(options)}, explained {sorted(explain)})."
+            )
     return Item(
         table["name"],
         table["kind"],
@@ -186,6 +224,17 @@ def _item(table: dict) -> Item:
         float(table["points"]),
         table,
     )
+
+
+def _practice(table: dict) -> Practice:
+    fields = ("name", "notebook", "question", "options", "answer", "explain")
+    missing = [k for k in fields if k not in table]
+    if missing or set(table["explain"]) != set(table["options"]) or table["answer"] not in table["options"]:
+        raise ValueError(
+            f"{MANIFEST}: practice question {table.get('name', '?')!r} needs {', '.join(fields)}, "
+            "an answer among its options and an explanation for every option."
+        )
+    return Practice(*(table[k] for k in fields))
 
 
 @functools.cache
@@ -209,8 +258,9 @@ def load(root: Path | str = REPO) -> Course:
         tuple(course.get("forbidden", ())),
         editions or (Edition("en", course["assignment"], "en"),),
         items,
+        tuple(_practice(t) for t in data.get("practice", [])),
     )
-    unknown = {i.notebook for i in items} - set(result.notebooks)
+    unknown = {i.notebook for i in (*items, *result.practice)} - set(result.notebooks)
     if unknown:
         raise ValueError(f"{MANIFEST}: items name notebooks that [course] notebooks does not list: {sorted(unknown)}")
     return result

@@ -1,6 +1,7 @@
 """Regenerate everything that is built from the sources: `make outputs`.
 
-1. `helpers/course.json` and `helpers/check_cases.npz` from the manifest and the solutions;
+1. `helpers/course.json` and `helpers/check_cases.npz` from the manifest and the solutions, and
+   the question cells of the source notebooks (`grading.question_cells`);
 2. the stored outputs of every source notebook (executed top to bottom, in its own folder);
 3. each other edition's source notebooks from the English ones and the translation catalogue,
    then their stored outputs (`grading.edition`, when the manifest lists other editions);
@@ -24,6 +25,7 @@ from nbclient import NotebookClient
 
 from .build import build
 from .manifest import Course, load
+from .question_cells import render_source_notebooks
 
 
 def execute(path: Path, timeout: int = 900) -> float:
@@ -74,6 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     course = load(Path.cwd())  # the course this command runs in (a copy of it, in the tests)
     build(course)
+    render_source_notebooks(course)
     names = args.notebooks or list(course.notebooks)
     if not args.no_execute:
         for name in names:

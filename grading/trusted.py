@@ -30,15 +30,17 @@ import torch
 from helpers import course as student_course
 from helpers.casefile import save_cases
 from helpers.cells import cell_source, find_cell, is_test_cell, read_notebook
-from helpers.checks import judge, normalise_option
+from helpers.checks import judge
 from helpers.exercises import Case, Outcome
 from helpers.i18n import _, using
 from helpers.notebook_code import course_cell_sources, notebook_statements
 from helpers.policy import check_exercise, needed_statements, refusal
+from helpers.questions import normalise_option
 
 from . import confine
 from .build import expected_results
 from .cases import all_cases
+from .edition import grader_text
 from .intake import Unreadable, read_submission
 from .limits import kill_tree, watch
 from .manifest import Course, Item
@@ -141,12 +143,20 @@ def choice_answer(notebook: dict, item: Item):
     return None
 
 
-def judge_choice(item: Item, value) -> tuple[float, str]:
+def judge_choice(item: Item, value, language: str = "en") -> tuple[float, str]:
+    """(score, reason) of a question's answer; the reason explains the chosen option, right or
+    wrong, in the submission's language (the explanations are never released)."""
     if value is None:
         return 0.0, _("No answer: {variable} is not set.").format(variable=item.variable)
-    if normalise_option(value) == item.answer:
-        return item.points, ""
-    return 0.0, _("The answer {value!r} is not the right one.").format(value=value)
+    option = normalise_option(value)
+    if option not in item.explanations:
+        return 0.0, _("The answer {value!r} is not one of {options}.").format(
+            value=value, options=_(", ").join(item.explanations)
+        )
+    why = grader_text(item.explanations[option], f"explain/{item.name}", language)
+    if option == item.answer:
+        return item.points, _("Right: {option}. {why}").format(option=option, why=why)
+    return 0.0, _("Not {option}. {why}").format(option=option, why=why)
 
 
 # ----------------------------------------------------------------------------- exercises
@@ -391,7 +401,8 @@ def _grade_student(
             cell = cells[item.name]
             try:
                 if item.is_choice:
-                    score, reason = judge_choice(item, choice_answer(notebook_json, item))
+                    language = course.edition(edition).language
+                    score, reason = judge_choice(item, choice_answer(notebook_json, item), language)
                     decided[item.name] = Verdict(cell, score, reason)
                     continue
                 if item.forbid_builtins:

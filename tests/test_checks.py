@@ -130,27 +130,6 @@ def test_an_unknown_name_lists_the_known_ones():
         check("raw_score", None)
 
 
-# ------------------------------------------------------------------ multiple-choice questions
-
-
-@pytest.mark.parametrize("item", COURSE.questions(), ids=lambda i: i.name)
-def test_a_question_accepts_only_its_right_option(item, capsys):
-    for option in item.spec["options"]:
-        if option == item.answer:
-            check(item.name, f" {option.lower()} ")
-            assert "Right" in capsys.readouterr().out
-        else:
-            with pytest.raises(CheckFailed, match=f"Not {option}"):
-                check(item.name, option)
-    with pytest.raises(CheckFailed, match="one of"):
-        check(item.name, "Z")
-
-
-@pytest.mark.parametrize("item", COURSE.questions(), ids=lambda i: i.name)
-def test_every_wrong_option_says_why(item):
-    assert set(item.spec.get("why_not", {})) == set(item.wrong_options)
-
-
 def test_visible_cases_come_from_the_case_file():
     assert all(not c.hidden for c in cases_for("raw_scores")) and cases_for("raw_scores")
     assert cases_for("raw_scores", hidden=True) == []

@@ -105,6 +105,28 @@ ERROR_HINTS: list[tuple[str, str]] = [
         ),
     ),
     (
+        r"must match the size of tensor b \(\d+\) at non-singleton dimension",
+        N_(
+            "Two shapes do not fit together in a product. If you wrote `k.T`: on a tensor with batch axes "
+            "it reverses every axis, the batch axes too, while `k.transpose(-2, -1)` swaps only the last two."
+        ),
+    ),
+    (
+        r"Boolean value of Tensor with more than one value is ambiguous",
+        N_(
+            "`if mask:` (or `and`, `or`, `not`) asks one True or False of a whole tensor; work element by "
+            "element instead, for example `scores.masked_fill(~mask, float(\"-inf\"))`."
+        ),
+    ),
+    (
+        r"shape '\[[\d, ]+\]' is invalid for input of size",
+        N_(
+            "A reshape asked for more or fewer numbers than the tensor holds. Inside attention, take each "
+            "length from its own tensor: the keys' T_k from `key`, not the queries' T_q (they differ in "
+            "cross-attention)."
+        ),
+    ),
+    (
         r"mat1 and mat2 shapes cannot be multiplied|size mismatch|must match the size of tensor",
         N_("Two shapes do not fit together: check which axes you multiply or transpose."),
     ),

@@ -38,7 +38,8 @@ def attention_heatmap(weights: torch.Tensor, queries: list[str], keys: list[str]
 
 
 def scaling_figure(variance_rows: list[dict], sharpness_rows: list[dict]):
-    """Three panels against d_k: score variance, largest softmax weight, gradient size."""
+    """Three panels against d_k: score variance, largest softmax weight, and the share of queries
+    whose gradient is almost none."""
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     d_v = [r["d_k"] for r in variance_rows]
     axes[0].plot(d_v, [r["var_raw"] for r in variance_rows], "o-", label=_("q·k"))
@@ -48,15 +49,38 @@ def scaling_figure(variance_rows: list[dict], sharpness_rows: list[dict]):
     d_s = [r["d_k"] for r in sharpness_rows]
     for key, title, ax in (
         ("max_weight", _("largest softmax weight"), axes[1]),
-        ("grad_norm", _("gradient through softmax"), axes[2]),
+        ("grad_small", _("share of queries with gradient < 1e-3"), axes[2]),
     ):
         ax.plot(d_s, [r[f"{key}_raw"] for r in sharpness_rows], "o-", label=_("unscaled"))
         ax.plot(d_s, [r[f"{key}_scaled"] for r in sharpness_rows], "s-", label=_("scaled by 1/√d_k"))
         ax.set_title(title)
-    axes[2].set_yscale("log")
+    axes[2].set_ylim(-0.03, 1.03)
     for ax in axes:
         ax.set_xscale("log", base=2)
         ax.set_xlabel(_("d_k"))
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def gradient_ranks_figure(raw: dict, scaled: dict, d_k: int, floor: float = 1e-12):
+    """Every query's gradient, largest first, unscaled against scaled (`demos.softmax_gradients`):
+    with respect to its scores, and with respect to the query vector."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    for key, title, ax in (
+        ("score_grad", _("gradient w.r.t. the scores, per query"), axes[0]),
+        ("query_grad", _("gradient w.r.t. the query q, per query"), axes[1]),
+    ):
+        for g, label, style in ((raw, _("unscaled"), "-"), (scaled, _("scaled by 1/√d_k"), "--")):
+            values = g[key].detach().sort(descending=True).values.clamp_min(floor)
+            share = torch.arange(1, len(values) + 1) / len(values)
+            ax.plot(share, values, style, label=label)
+        ax.axhline(1e-3, color="grey", lw=0.8, ls=":")
+        ax.set_yscale("log")
+        ax.set_ylim(floor / 2, None)
+        ax.set_title(title)
+        ax.set_xlabel(_("share of queries, largest gradient first (d_k = {d_k})").format(d_k=d_k))
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()

@@ -41,31 +41,66 @@ def linear_output_variance(d: int = 512, samples: int = 4096, seed: int = 0) -> 
         return layer(unit_normal(samples, d, seed=seed + 1)).var().item()
 
 
-def softmax_sharpness(d_k: int, scaled: bool, n_keys: int = 8, trials: int = 2000, seed: int = 0) -> dict:
-    """How peaked softmax is, and how much gradient flows back through it, at one d_k.
+SMALL_GRADIENT = 1e-3  # below this a query's gradient counts as "almost none"
 
-    For `trials` queries against `n_keys` keys: the mean largest weight, the mean entropy in bits,
-    and the mean norm of the gradient of a random linear read-out of the weights with respect
-    to the scores (computed by autograd).
-    """
-    q = unit_normal(trials, 1, d_k, seed=seed + 1)
+
+def softmax_gradients(d_k: int, scaled: bool, n_keys: int = 8, trials: int = 2000, seed: int = 0) -> dict:
+    """What the softmax lets flow back, query by query, at one d_k (computed by autograd).
+
+    `trials` queries, each against `n_keys` keys; q and k have independent unit-normal entries. The
+    loss is a random linear read-out of the weights. Returns the weights `(trials, n_keys)`, and per
+    query the norm of the gradient with respect to its scores (`score_grad`) and with respect to
+    the query vector itself (`query_grad`, over its d_k coordinates)."""
+    q = unit_normal(trials, 1, d_k, seed=seed + 1).requires_grad_(True)
     k = unit_normal(trials, n_keys, d_k, seed=seed + 2)
     readout = unit_normal(trials, n_keys, seed=seed + 3)
     scores = (q @ k.transpose(-2, -1)).squeeze(1)
     if scaled:
         scores = scores / math.sqrt(d_k)
-    scores = scores.detach().requires_grad_(True)
+    scores.retain_grad()
     weights = torch.softmax(scores, dim=-1)
     (weights * readout).sum().backward()
+    return {
+        "weights": weights.detach(),
+        "scores": scores.detach(),
+        "score_grad": scores.grad.norm(dim=-1),
+        "query_grad": q.grad.squeeze(1).norm(dim=-1),
+    }
+
+
+def softmax_sharpness(d_k: int, scaled: bool, n_keys: int = 8, trials: int = 2000, seed: int = 0) -> dict:
+    """How peaked the softmax is at one d_k, and how its gradient is spread over the queries.
+
+    The mean largest weight and entropy (bits); the gradient with respect to the scores as a mean,
+    a median and the share of queries that get less than SMALL_GRADIENT; and the same for the
+    gradient with respect to the queries (see `softmax_gradients`)."""
+    g = softmax_gradients(d_k, scaled, n_keys, trials, seed)
+    weights, score_grad, query_grad = g["weights"], g["score_grad"], g["query_grad"]
     entropy = -(weights * torch.log2(weights.clamp_min(1e-30))).sum(-1)
     return {
         "d_k": d_k,
         "scaled": scaled,
         "max_weight": weights.max(-1).values.mean().item(),
         "entropy_bits": entropy.mean().item(),
-        "grad_norm": scores.grad.norm(dim=-1).mean().item(),
-        "score_std": scores.detach().std().item(),
+        "grad_norm": score_grad.mean().item(),
+        "grad_median": score_grad.median().item(),
+        "grad_small": (score_grad < SMALL_GRADIENT).float().mean().item(),
+        "q_grad_mean": query_grad.mean().item(),
+        "q_grad_median": query_grad.median().item(),
+        "q_grad_small": (query_grad < SMALL_GRADIENT).float().mean().item(),
+        "score_std": g["scores"].std().item(),
     }
+
+
+SHARPNESS_KEYS = (
+    "max_weight",
+    "entropy_bits",
+    "grad_norm",
+    "grad_median",
+    "grad_small",
+    "q_grad_mean",
+    "q_grad_median",
+)
 
 
 def sharpness_table(d_ks, **kwargs) -> list[dict]:
@@ -76,8 +111,8 @@ def sharpness_table(d_ks, **kwargs) -> list[dict]:
         rows.append(
             {
                 "d_k": d_k,
-                **{f"{key}_raw": raw[key] for key in ("max_weight", "entropy_bits", "grad_norm")},
-                **{f"{key}_scaled": scaled[key] for key in ("max_weight", "entropy_bits", "grad_norm")},
+                **{f"{key}_raw": raw[key] for key in SHARPNESS_KEYS},
+                **{f"{key}_scaled": scaled[key] for key in SHARPNESS_KEYS},
             }
         )
     return rows

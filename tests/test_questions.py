@@ -1,0 +1,160 @@
+"""Questions: a graded one's release tells no right answer from a wrong one (its check reads only
+the form, its explanations come with the feedback); a practice one explains every option at once;
+every question cell is written from the manifest."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import nbformat
+import pytest
+
+from grading.edition import GRADER_ONLY, read_catalogue
+from grading.manifest import load
+from grading.question_cells import question_of
+from grading.trusted import judge_choice
+from helpers import course as student_course
+from helpers.feedback import CheckFailed
+from helpers.i18n import using
+from helpers.questions import check_choice, practice, render
+
+COURSE = load()
+QUESTIONS = COURSE.questions()
+OTHER_LANGUAGES = [e.language for e in COURSE.editions if e.language != "en"]
+
+
+@pytest.fixture(autouse=True)
+def _student_view():
+    student_course.install(COURSE.student_view())
+    yield
+    student_course.install(None)
+
+
+def _said(capsys, call) -> str:
+    call()
+    return capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ graded: the visible check
+
+
+@pytest.mark.parametrize("item", QUESTIONS, ids=lambda i: i.name)
+def test_a_graded_check_answers_every_option_alike(item, capsys):
+    said = {}
+    for option, text in item.spec["options"].items():
+        out = _said(capsys, lambda o=option: check_choice(item.name, f" {o.lower()} "))
+        said[option] = out.replace(text, "<text>").replace(f" {option} ", " <letter> ")
+    assert len(set(said.values())) == 1, said
+    assert "feedback" in next(iter(said.values()))
+    with pytest.raises(CheckFailed, match="one of"):
+        check_choice(item.name, "Z")
+    with pytest.raises(CheckFailed, match="one of"):
+        check_choice(item.name, "")  # the blank release fails its check
+
+
+@pytest.mark.parametrize("item", QUESTIONS, ids=lambda i: i.name)
+def test_the_grader_explains_the_chosen_option_right_or_wrong(item):
+    for option, why in item.explanations.items():
+        score, reason = judge_choice(item, option.lower())
+        assert score == (item.points if option == item.answer else 0.0)
+        assert reason.startswith("Right" if option == item.answer else f"Not {option}") and why in reason
+    assert judge_choice(item, None)[0] == 0.0 and "not set" in judge_choice(item, None)[1]
+    assert judge_choice(item, "Q")[0] == 0.0
+
+
+@pytest.mark.parametrize("language", OTHER_LANGUAGES)
+def test_the_grader_explains_in_the_submissions_language(language):
+    item = QUESTIONS[0]
+    with using(language):
+        score, reason = judge_choice(item, item.answer, language)
+    assert score == item.points
+    assert item.explanations[item.answer] not in reason and re.search(r"[\u4e00-\u9fff]", reason), reason
+
+
+# ------------------------------------------------------------------ graded: nothing released tells
+
+
+def test_the_student_view_of_a_graded_question_is_its_text_and_options_only():
+    for entry in COURSE.student_view()["items"]:
+        if entry["kind"] == "choice":
+            assert set(entry) == {"name", "kind", "notebook", "variable", "question", "options"}, entry
+
+
+def test_options_are_of_similar_length_and_the_right_one_is_rarely_the_longest():
+    longest_right = 0
+    for item in QUESTIONS:
+        lengths = {o: len(t.replace("`", "")) for o, t in item.spec["options"].items()}
+        assert max(lengths.values()) <= 1.5 * min(lengths.values()), (item.name, lengths)
+        longest_right += max(lengths, key=lengths.get) == item.answer
+    assert longest_right <= len(QUESTIONS) // 4, f"the right option is the longest in {longest_right} questions"
+
+
+def _explanations(language: str) -> list[str]:
+    """Every graded explanation as it would appear in a release of `language`."""
+    if language == "en":
+        return [why for item in QUESTIONS for why in item.explanations.values()]
+    catalogue = read_catalogue(COURSE, language)
+    found = []
+    for item in QUESTIONS:
+        for why in item.explanations.values():
+            message = catalogue.get(why, context=f"{GRADER_ONLY}{item.name}")
+            assert message is not None and message.string, f"{item.name}: {why!r} is not translated"
+            found.append(message.string)
+    return found
+
+
+@pytest.mark.parametrize("edition", COURSE.editions, ids=lambda e: e.name)
+def test_no_released_file_holds_a_graded_explanation_or_answer(edition):
+    """Scan every file of the release (notebooks, helpers, compiled messages) for what would tell
+    the right option: any explanation of a graded question, or its answer as data."""
+    release = COURSE.release_dir(edition.name)
+    needles = [re.sub(r"\s+", " ", w)[:40] for w in _explanations(edition.language) + _explanations("en")]
+    for path in release.rglob("*"):
+        if not path.is_file():
+            continue
+        text = re.sub(r"\s+", " ", path.read_bytes().decode("utf-8", "replace"))
+        for needle in needles:
+            assert needle not in text, f"{path.relative_to(release)} holds {needle!r}"
+    view = json.loads((release / "helpers" / "course.json").read_text(encoding="utf-8"))
+    for entry in view["items"]:
+        assert not {"answer", "digest", "why_not", "explain"} & set(entry), entry["name"]
+
+
+# ------------------------------------------------------------------ practice
+
+
+@pytest.mark.parametrize("question", COURSE.practice, ids=lambda p: p.name)
+def test_practice_explains_every_option_at_once(question, capsys):
+    for option, why in question.explain.items():
+        out = _said(capsys, lambda o=option: practice(question.name, o))
+        assert why in out
+        assert out.startswith("✓" if option == question.answer else "✗"), out
+    assert "between the quotes" in _said(capsys, lambda: practice(question.name, ""))
+
+
+def test_an_unknown_question_lists_the_known_ones():
+    with pytest.raises(ValueError, match="dk_std"):
+        practice("dk_sd", "A")
+
+
+# ------------------------------------------------------------------ question cells
+
+
+@pytest.mark.parametrize("edition", COURSE.editions, ids=lambda e: e.name)
+def test_every_question_has_one_cell_written_from_the_manifest(edition):
+    view = COURSE.student_view()
+    specs = {**{i["name"]: i for i in view["items"]}, **{p["name"]: p for p in view["practice"]}}
+    wanted = {q.name for q in QUESTIONS} | {p.name for p in COURSE.practice}
+    seen = []
+    for notebook in COURSE.notebooks:
+        nb = nbformat.read(COURSE.release_dir(edition.name) / f"{notebook}.ipynb", as_version=4)
+        for cell in nb.cells:
+            name = question_of(cell)
+            if name:
+                seen.append(name)
+                assert specs[name]["notebook"] == notebook
+                with using(edition.language):
+                    points = COURSE.item(name).points if specs[name]["kind"] == "choice" else None
+                    assert cell.source == render(specs[name], points), f"{notebook}: {name} is stale; run make outputs"
+    assert sorted(seen) == sorted(wanted)
