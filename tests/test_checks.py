@@ -133,3 +133,42 @@ def test_an_unknown_name_lists_the_known_ones():
 def test_visible_cases_come_from_the_case_file():
     assert all(not c.hidden for c in cases_for("raw_scores")) and cases_for("raw_scores")
     assert cases_for("raw_scores", hidden=True) == []
+
+
+# ------------------------------------------------------------------ raw errors become one sentence
+
+BATCH_T = '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.T / math.sqrt(q.shape[-1])
+    return torch.softmax(scores, -1) @ v, torch.softmax(scores, -1)
+'''
+IF_MASK = '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, -1)
+    return weights @ v, weights
+'''
+
+
+@pytest.mark.parametrize(
+    "source, sentence",
+    [(BATCH_T, "reverses every axis"), (IF_MASK, "asks one True or False of a whole tensor")],
+    ids=["k.T on a batch", "if mask"],
+)
+def test_a_common_raw_error_gets_one_sentence(source, sentence):
+    item = COURSE.item("scaled_dot_product_attention")
+    assert sentence in failure(item.name, define(COURSE, item, source))
+
+
+def test_the_queries_length_used_for_the_keys_gets_one_sentence():
+    right = reference(COURSE, COURSE.item("MultiHeadAttention"))
+
+    class KeysOfQueryLength(right):
+        def forward(self, query, key, value, mask=None):
+            B, T_q, _ = query.shape
+            self.W_k(key).view(B, T_q, self.num_heads, self.d_head)  # T_q where T_k belongs
+            return super().forward(query, key, value, mask)
+
+    assert "not the queries' T_q" in failure("MultiHeadAttention", KeysOfQueryLength)

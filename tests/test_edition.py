@@ -157,6 +157,9 @@ def test_plots_draw_chinese_without_missing_glyphs(tmp_path):
                 torch.full((3, 3), 1 / 3), ["小", "猫", "坐"], ["小", "猫", "坐"], title="注意力权重"
             )
             plt.gcf().savefig(tmp_path / "zh.png")
+            from helpers import schematic
+
+            schematic.pipeline_figure("mix").savefig(tmp_path / "schematic.png")
     finally:
         plt.close("all")
         matplotlib.rcParams.update(matplotlib.rcParamsDefault)

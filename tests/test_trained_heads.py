@@ -125,3 +125,14 @@ def test_training_is_small_enough_to_run_in_a_cell(two_heads):
     from helpers.trained_heads import STEPS
 
     assert STEPS <= 400 and two_heads.seconds > 0
+
+
+@pytest.mark.slow
+def test_two_heads_specialise_on_at_least_19_of_20_seeds():
+    """The rate notebook 05 states: with the reference module, 300 steps, seeds 0-19."""
+    different = [
+        seed
+        for seed in range(20)
+        if len(set(th.train(reference(COURSE, MHA), num_heads=2, seed=seed, snapshots=()).matched())) == 2
+    ]
+    assert len(different) >= 19 and 12 not in different, different  # seed 12 is the notebook's failure case
