@@ -137,19 +137,19 @@ def test_visible_cases_come_from_the_case_file():
 
 # ------------------------------------------------------------------ raw errors become one sentence
 
-BATCH_T = '''
+BATCH_T = """
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = q @ k.T / math.sqrt(q.shape[-1])
     return torch.softmax(scores, -1) @ v, torch.softmax(scores, -1)
-'''
-IF_MASK = '''
+"""
+IF_MASK = """
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, -1)
     return weights @ v, weights
-'''
+"""
 
 
 @pytest.mark.parametrize(

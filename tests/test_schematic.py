@@ -6,10 +6,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
 
-from helpers import schematic  # noqa: E402
+from helpers import schematic
 
 
 @pytest.mark.parametrize("step", [None, *schematic.STEPS])

@@ -115,7 +115,7 @@ ERROR_HINTS: list[tuple[str, str]] = [
         r"Boolean value of Tensor with more than one value is ambiguous",
         N_(
             "`if mask:` (or `and`, `or`, `not`) asks one True or False of a whole tensor; work element by "
-            "element instead, for example `scores.masked_fill(~mask, float(\"-inf\"))`."
+            'element instead, for example `scores.masked_fill(~mask, float("-inf"))`.'
         ),
     ),
     (

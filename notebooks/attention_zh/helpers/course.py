@@ -2,8 +2,8 @@
 
 `course.json` is written from the course manifest by `make outputs`: every exercise's call
 (arguments, outputs), the built-ins it may not use and the sentences that name its known
-mistakes, and every multiple-choice question with its options and the reason each wrong option
-is wrong. It holds no solution.
+mistakes, every graded question with its text and options only, and every practice question (no
+points) with its answer and the reason for each option. It holds no solution.
 """
 
 from __future__ import annotations
@@ -13,25 +13,28 @@ import json
 from pathlib import Path
 
 COURSE_FILE = Path(__file__).with_name("course.json")
-_installed: dict[str, dict] | None = None
+_installed: dict | None = None
 
 
 def install(view: dict | None) -> None:
     """Use `view` (a manifest's student view) instead of course.json; None goes back to the file.
     The grader installs the view of the course it grades."""
     global _installed
-    _installed = None if view is None else {item["name"]: item for item in view["items"]}
+    _installed = view
 
 
 @functools.cache
-def _items(path: str) -> dict[str, dict]:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    return {item["name"]: item for item in data["items"]}
+def _read(path: str) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _view(path: Path = COURSE_FILE) -> dict:
+    return _installed if _installed is not None else _read(str(path))
 
 
 def items(path: Path = COURSE_FILE) -> dict[str, dict]:
     """Every graded item by name."""
-    return _installed if _installed is not None else _items(str(path))
+    return {item["name"]: item for item in _view(path)["items"]}
 
 
 def item(name: str) -> dict:
@@ -39,6 +42,14 @@ def item(name: str) -> dict:
     known = items()
     if name not in known:
         raise ValueError(f"No exercise or question is called {name!r}; choose one of {sorted(known)}.")
+    return known[name]
+
+
+def practice(name: str) -> dict:
+    """One practice question; a ValueError listing the names when there is none."""
+    known = {p["name"]: p for p in _view().get("practice", [])}
+    if name not in known:
+        raise ValueError(f"No practice question is called {name!r}; choose one of {sorted(known)}.")
     return known[name]
 
 

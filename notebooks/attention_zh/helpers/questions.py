@@ -78,9 +78,11 @@ def practice(name: str, answer: str = "") -> None:
     spec = course.practice(name)
     option = normalise_option(answer)
     if option not in spec["options"]:
-        print(_("Put one of {options} between the quotes, then run the cell again.").format(
-            options=_(", ").join(spec["options"])
-        ))
+        print(
+            _("Put one of {options} between the quotes, then run the cell again.").format(
+                options=_(", ").join(spec["options"])
+            )
+        )
         return
     verdict = _("✓ {option} is right. {why}") if option == spec["answer"] else _("✗ {option} is not right. {why}")
     print(verdict.format(option=option, why=_(spec["explain"][option])))

@@ -70,7 +70,7 @@ def pipeline_figure(step: str | None = None, seq_len: int = 4, d_model: int = 8,
         y = (H - 1 - h) * (height + gap) - (H - 1) * (height + gap) / 2
         end = _grid(ax, x, y, T, d_head, [HEAD_COLOURS[h % len(HEAD_COLOURS)]] * d_head, max(a, alpha("attend")))
         tops.append(y)
-    _label(ax, (x + end) / 2, min(tops) - 0.15, _("heads\n(B, H, T, d_head)"), max(a, alpha("attend")))
+    _label(ax, (x + end) / 2, min(tops) - 0.15, _("heads") + "\n(B, H, T, d_head)", max(a, alpha("attend")))
     blocks.append((x, end))
     x = end + 2.7
     # attend: per head, weights (T, T) then the head's output (T, d_head)
@@ -79,19 +79,25 @@ def pipeline_figure(step: str | None = None, seq_len: int = 4, d_model: int = 8,
         mid = _grid(ax, x, y, T, T, ["#d9d9d9"] * T, a)
         _grid(ax, mid + 0.25, y, T, d_head, [HEAD_COLOURS[h % len(HEAD_COLOURS)]] * d_head, a)
     end = mid + 0.25 + d_head * CELL
-    _label(ax, (x + end) / 2, min(tops) - 0.15, _("weights (B, H, T, T),\noutputs (B, H, T, d_head)"), a)
+    _label(
+        ax,
+        (x + end) / 2,
+        min(tops) - 0.15,
+        _("attention weights") + " (B, H, T, T),\n" + _("outputs") + " (B, H, T, d_head)",
+        a,
+    )
     blocks.append((x, end))
     x = end + 2.7
     # concat: (B, T, d_model), heads side by side again
     a = alpha("concat")
     end = _grid(ax, x, 0, T, d_model, by_head, max(a, alpha("mix")))
-    _label(ax, (x + end) / 2, -0.15, _("concatenated\n(B, T, d_model)"), max(a, alpha("mix")))
+    _label(ax, (x + end) / 2, -0.15, _("concatenated") + "\n(B, T, d_model)", max(a, alpha("mix")))
     blocks.append((x, end))
     x = end + 2.7
     # W_o: (B, T, d_model), every feature mixes all heads
     a = alpha("mix")
     end = _grid(ax, x, 0, T, d_model, [MIXED] * d_model, a)
-    _label(ax, (x + end) / 2, -0.15, _("output\n(B, T, d_model)"), a)
+    _label(ax, (x + end) / 2, -0.15, _("output") + "\n(B, T, d_model)", a)
     blocks.append((x, end))
 
     names = {

@@ -92,7 +92,15 @@ def softmax_sharpness(d_k: int, scaled: bool, n_keys: int = 8, trials: int = 200
     }
 
 
-SHARPNESS_KEYS = ("max_weight", "entropy_bits", "grad_norm", "grad_median", "grad_small", "q_grad_mean", "q_grad_median")
+SHARPNESS_KEYS = (
+    "max_weight",
+    "entropy_bits",
+    "grad_norm",
+    "grad_median",
+    "grad_small",
+    "q_grad_mean",
+    "q_grad_median",
+)
 
 
 def sharpness_table(d_ks, **kwargs) -> list[dict]:
