@@ -17,7 +17,7 @@ class _Block(nn.Module):
     def __init__(self, d_model: int, residual: bool):
         super().__init__()
         self.residual = residual
-        self.attention = BuiltinAttention(d_model, 4)
+        self.attention = BuiltinAttention(d_model, 2)
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.feed_forward = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
 
@@ -35,9 +35,9 @@ def test_the_target_is_the_token_two_places_back():
 
 @pytest.mark.slow
 def test_the_residual_connections_let_a_stack_of_four_blocks_learn():
-    with_residual = blocks.train_stack(lambda: _Block(32, True), d_model=32)
-    without = blocks.train_stack(lambda: _Block(32, False), d_model=32)
-    assert with_residual.accuracy > 0.95 and without.accuracy < 0.7, (with_residual, without)
-    assert with_residual.losses[-1] < without.losses[-1] / 10
-    again = blocks.train_stack(lambda: _Block(32, True), d_model=32)
+    with_residual = blocks.train_stack(lambda: _Block(16, True), d_model=16)
+    without = blocks.train_stack(lambda: _Block(16, False), d_model=16)
+    assert with_residual.accuracy > 0.9 and without.accuracy < 0.3, (with_residual, without)
+    assert with_residual.losses[-1] < without.losses[-1] / 3
+    again = blocks.train_stack(lambda: _Block(16, True), d_model=16)
     assert again == with_residual  # seeded, float64, one thread: the same numbers every run

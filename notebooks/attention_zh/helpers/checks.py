@@ -4,8 +4,8 @@
 `check_cases.npz` and judges each result in stages: it runs at all, type, shape, dtype, finite
 values, values, masked weights exactly 0, inputs unchanged. The first failure raises
 `CheckFailed` with one short message that says what was expected, what came back, and, when
-the result matches a known wrong answer, which mistake it is. For a multiple-choice question,
-`check(name, answer)` says whether the option is right and, if not, why not.
+the result matches a known wrong answer, which mistake it is. For a graded question,
+`check(name, answer)` only confirms the form of the answer (`helpers.questions`).
 
 `judge` is also what the course's grader uses, on the numbers a submission returns.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import inspect
 import io
 import textwrap
@@ -28,10 +27,10 @@ from .exercises import Case, Outcome, run_case
 from .feedback import CheckFailed, explain_error, first_difference, mistake_message, passed, preview, shape_of
 from .i18n import _
 from .policy import check_exercise, refusal, session_statements
+from .questions import check_choice
 
 RTOL = ATOL = 1e-5  # float32 results against a float64 reference
 MISTAKE_TOLERANCE = 1e-4  # how close a result must be to a known wrong answer to name it
-CHOICE_SALT = "attention-course/"
 
 # Mistakes that the checks name from the way a call fails, for any exercise whose manifest entry
 # gives them a sentence (tests/test_manifest.py checks every exercise they apply to has one).
@@ -268,31 +267,6 @@ def _check_exercise(name: str, obj, hidden: bool) -> None:
         passed(_("`{name}` passed all {count} visible checks.").format(name=name, count=len(cases)))
 
 
-def choice_digest(name: str, option: str) -> str:
-    return hashlib.sha256(f"{CHOICE_SALT}{name}/{option}".encode()).hexdigest()
-
-
-def normalise_option(answer) -> str:
-    """ "b", " B ", "(B)" and "B." all mean option B."""
-    return str(answer).strip().upper().strip("()\"'. ")
-
-
-def _check_choice(name: str, answer) -> None:
-    spec = course.item(name)
-    options = spec["options"]
-    option = normalise_option(answer)
-    if option not in options:
-        raise CheckFailed(
-            _('Set {variable} to one of {options} (a string such as "A"); it is {answer!r}.').format(
-                variable=spec["variable"], options=", ".join(options), answer=answer
-            )
-        )
-    if choice_digest(name, option) != spec["digest"]:
-        why = spec.get("why_not", {}).get(option, "")
-        raise CheckFailed(_("Not {option}.").format(option=option) + (f" {_(why)}" if why else ""))
-    passed(_("Right: {text}").format(text=_(options[option])))
-
-
 def check(name: str, obj, hidden: bool = False) -> None:
     """Check an exercise (`obj` is your function or class) or a question (`obj` is your answer).
 
@@ -302,6 +276,6 @@ def check(name: str, obj, hidden: bool = False) -> None:
     spec = course.item(name)
     if spec["kind"] == "choice":
         if not hidden:
-            _check_choice(name, obj)
+            check_choice(name, obj)
         return
     _check_exercise(name, obj, hidden)

@@ -8,6 +8,7 @@ four steps between them; the step a notebook is about is drawn in full, the othe
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib.collections import PatchCollection
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from .fonts import use_language_fonts
@@ -21,19 +22,11 @@ CELL = 0.32
 
 def _grid(ax, x0, y0, rows, columns, colours, alpha):
     """A rows x columns grid of cells whose lower left corner is (x0, y0); column c in colours[c]."""
-    for r in range(rows):
-        for c in range(columns):
-            ax.add_patch(
-                Rectangle(
-                    (x0 + c * CELL, y0 + (rows - 1 - r) * CELL),
-                    CELL,
-                    CELL,
-                    facecolor=colours[c],
-                    edgecolor="white",
-                    lw=1,
-                    alpha=alpha,
-                )
-            )
+    cells = [
+        Rectangle((x0 + c * CELL, y0 + (rows - 1 - r) * CELL), CELL, CELL) for r in range(rows) for c in range(columns)
+    ]
+    faces = [colours[c] for _r in range(rows) for c in range(columns)]
+    ax.add_collection(PatchCollection(cells, facecolors=faces, edgecolors="white", linewidths=1, alpha=alpha))
     return x0 + columns * CELL
 
 
@@ -79,7 +72,13 @@ def pipeline_figure(step: str | None = None, seq_len: int = 4, d_model: int = 8,
         mid = _grid(ax, x, y, T, T, ["#d9d9d9"] * T, a)
         _grid(ax, mid + 0.25, y, T, d_head, [HEAD_COLOURS[h % len(HEAD_COLOURS)]] * d_head, a)
     end = mid + 0.25 + d_head * CELL
-    _label(ax, (x + end) / 2, min(tops) - 0.15, _("attention weights") + " (B, H, T, T),\n" + _("outputs") + " (B, H, T, d_head)", a)
+    _label(
+        ax,
+        (x + end) / 2,
+        min(tops) - 0.15,
+        _("attention weights") + " (B, H, T, T),\n" + _("outputs") + " (B, H, T, d_head)",
+        a,
+    )
     blocks.append((x, end))
     x = end + 2.7
     # concat: (B, T, d_model), heads side by side again

@@ -8,6 +8,7 @@ four steps between them; the step a notebook is about is drawn in full, the othe
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib.collections import PatchCollection
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from .fonts import use_language_fonts
@@ -21,19 +22,11 @@ CELL = 0.32
 
 def _grid(ax, x0, y0, rows, columns, colours, alpha):
     """A rows x columns grid of cells whose lower left corner is (x0, y0); column c in colours[c]."""
-    for r in range(rows):
-        for c in range(columns):
-            ax.add_patch(
-                Rectangle(
-                    (x0 + c * CELL, y0 + (rows - 1 - r) * CELL),
-                    CELL,
-                    CELL,
-                    facecolor=colours[c],
-                    edgecolor="white",
-                    lw=1,
-                    alpha=alpha,
-                )
-            )
+    cells = [
+        Rectangle((x0 + c * CELL, y0 + (rows - 1 - r) * CELL), CELL, CELL) for r in range(rows) for c in range(columns)
+    ]
+    faces = [colours[c] for _r in range(rows) for c in range(columns)]
+    ax.add_collection(PatchCollection(cells, facecolors=faces, edgecolors="white", linewidths=1, alpha=alpha))
     return x0 + columns * CELL
 
 
