@@ -158,3 +158,11 @@ def test_every_question_has_one_cell_written_from_the_manifest(edition):
                     points = COURSE.item(name).points if specs[name]["kind"] == "choice" else None
                     assert cell.source == render(specs[name], points), f"{notebook}: {name} is stale; run make outputs"
     assert sorted(seen) == sorted(wanted)
+
+
+@pytest.mark.parametrize("item", QUESTIONS, ids=lambda i: i.name)
+def test_the_source_notebook_answers_what_the_manifest_says(item):
+    from grading.trusted import choice_answer
+    from helpers.cells import read_notebook
+
+    assert choice_answer(read_notebook(COURSE.source_notebook(item.notebook)), item) == item.answer
