@@ -106,11 +106,12 @@ class Practice:
 
 @dataclass(frozen=True)
 class Edition:
-    """A language edition: its nbgrader assignment and its language."""
+    """A language edition: its nbgrader assignment, its language and the stub of its exercises."""
 
     name: str
     assignment: str
     language: str
+    code_stub: str = "# YOUR CODE HERE\nraise NotImplementedError()"
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,10 @@ def load(root: Path | str = REPO) -> Course:
     for table in data.get("items", []):  # `cases_like` borrows another item's kinds of case
         if "cases_like" in table:
             table["cases"] = next(t for t in data["items"] if t["name"] == table["cases_like"])["cases"]
-    editions = tuple(Edition(name, e["assignment"], e["language"]) for name, e in data.get("editions", {}).items())
+    editions = tuple(
+        Edition(name, e["assignment"], e["language"], *([e["code_stub"]] if "code_stub" in e else []))
+        for name, e in data.get("editions", {}).items()
+    )
     result = Course(
         root,
         course["assignment"],

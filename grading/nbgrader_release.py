@@ -1,8 +1,10 @@
 """The course's plugin for `nbgrader generate_assignment`.
 
-`ClearSolutionsAndQuestions` is nbgrader's `ClearSolutions` with one difference: the answer cell
-of a multiple-choice question becomes `answer = ""  # "A", "B", "C" or "D"` (a line a beginner
-can fill in) instead of `raise NotImplementedError()`. The course's nbgrader_config.py puts it in
+`ClearSolutionsAndQuestions` is nbgrader's `ClearSolutions` with two differences: its `code_stub`
+is the one of the assignment's edition in course.toml (so the Chinese edition's exercises say
+`# 在这里写你的代码`), and the answer cell of a multiple-choice question becomes
+`answer = ""  # "A", "B", "C" or "D"` (a line a beginner can fill in) instead of
+`raise NotImplementedError()`. The course's nbgrader_config.py puts it in
 place of `ClearSolutions` in `GenerateAssignment.preprocessors`.
 """
 
@@ -29,6 +31,10 @@ class ClearSolutionsAndQuestions(ClearSolutions):
         course = load((Path(coursedir.root) / coursedir.source_directory).resolve().parent)
         notebook = resources.get("nbgrader", {}).get("notebook")
         self._questions = {i.answer_cell: i for i in course.questions() if i.notebook == notebook}
+        assignment = resources.get("nbgrader", {}).get("assignment")
+        editions = [e for e in course.editions if e.assignment == assignment]
+        if editions:
+            self.code_stub = {**self.code_stub, "python": editions[0].code_stub}
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):

@@ -6,7 +6,9 @@ so they are not counted. Times come from the counts, never typed by hand: the no
 headers, the start page and the READMEs quote `minutes(...)`, and tests/test_pace.py holds
 them to it and every core to `CORE_WORDS`.
 
-Run `python -m grading.pace` for the table.
+Run `python -m grading.pace` for the table, `python -m grading.pace --write` to put the counted
+times into the English headers, the start page and both READMEs (translate the changed cells
+afterwards, as for any English change).
 """
 
 from __future__ import annotations
@@ -91,8 +93,75 @@ def total_minutes(paces: list[Pace], core: bool = True) -> int:
     return 5 * math.ceil(total / 5)
 
 
-def main() -> int:
-    paces = course_pace(load())
+def _row_times(text: str, paces: list[Pace], unit: str) -> str:
+    """`text` with the last two cells of each notebook's table row set to its core and full time."""
+    by_name = {p.notebook: p for p in paces}
+    lines = []
+    for line in text.splitlines():
+        names = [n for n in by_name if n in line]
+        if line.startswith("|") and names and re.search(rf"\| \d+ {unit} \| \d+ {unit} \|$", line):
+            p = by_name[names[0]]
+            line = re.sub(
+                rf"\| \d+ {unit} \| \d+ {unit} \|$", f"| {p.core_minutes} {unit} | {p.full_minutes} {unit} |", line
+            )
+        lines.append(line)
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
+def header_line(p: Pace) -> str:
+    """The time line of a notebook's header."""
+    if p.core_minutes == p.full_minutes:
+        return f"*About {p.core_minutes} minutes.*"
+    return (
+        f"*Core path: about {p.core_minutes} minutes of reading and running, plus the exercise; the whole "
+        f"notebook about {p.full_minutes} minutes. Sections marked* Optional *can be skipped.*"
+    )
+
+
+_HEADER_LINE = re.compile(r"^\*(About \d+ minutes|Core path: about).*\*$", re.M | re.S)
+
+
+def write_times(course: Course) -> None:
+    """Put the counted times into the headers of the English notebooks, the start page and the READMEs."""
+    paces = course_pace(course)
+    for p in paces:
+        path = course.source_notebook(p.notebook)
+        nb = nbformat.read(path, as_version=4)
+        first = nb.cells[0]
+        head, sep, rest = first.source.partition("\n## ")
+        paragraphs = head.split("\n\n")
+        timed = [i for i, para in enumerate(paragraphs) if _HEADER_LINE.fullmatch(para.strip())]
+        if timed:
+            paragraphs[timed[0]] = header_line(p)
+        else:
+            paragraphs.append(header_line(p))
+        first.source = "\n\n".join(paragraphs) + sep + rest
+        if p.notebook == course.notebooks[0]:
+            for cell in nb.cells:
+                if cell.cell_type == "markdown":
+                    cell.source = _row_times(cell.source, paces, "min")
+                    cell.source = re.sub(
+                        r"about \d+ minutes of reading and running in all",
+                        f"about {total_minutes(paces)} minutes of reading and running in all",
+                        cell.source,
+                    )
+                    cell.source = re.sub(
+                        r"whole notebooks, about \d+ minutes",
+                        f"whole notebooks, about {total_minutes(paces, False)} minutes",
+                        cell.source,
+                    )
+        nbformat.write(nb, path)
+    for readme, unit in (("README.md", "min"), ("README.zh-CN.md", "分钟")):
+        path = course.root / readme
+        path.write_text(_row_times(path.read_text(encoding="utf-8"), paces, unit), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    course = load()
+    if "--write" in argv:
+        write_times(course)
+    paces = course_pace(course)
     print(f"{'notebook':34} {'core words':>10} {'full words':>10} {'core min':>8} {'full min':>8}")
     for p in paces:
         flag = "  over" if p.core_words > CORE_WORDS else ""

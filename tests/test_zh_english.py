@@ -1,0 +1,138 @@
+"""No English where a student of the zh-CN edition reads.
+
+Scanned: every markdown cell, every text output and every comment and string of the zh-CN release
+(the exercise stubs included), and every translated message of messages.po (checks, feedback,
+plot and widget labels). Allowed: code (in backticks, in code, identifiers), maths, links, the
+short allowlist below (proper names and names PyTorch gives), and PyTorch's own error text, which
+the course always follows with a Chinese sentence.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import keyword
+import re
+import tokenize
+
+import nbformat
+import pytest
+from babel.messages.pofile import read_po
+
+from grading import manifest
+
+COURSE = manifest.load()
+RELEASE = COURSE.release_dir("zh-CN")
+
+# Proper names, product names and the names of things in code that prose may use as they are.
+ALLOWLIST = {
+    "attention", "batch_first", "bert", "binder", "d2l", "gelu", "gpt", "jupyter", "jupyterlab",
+    "layernorm", "matplotlib", "nanogpt", "nbgrader", "numpy", "python", "pytorch", "softmax",
+    "transformer", "vaswani", "shift", "enter", "validate", "torch", "ipywidgets", "tensor",
+    "true", "false", "none", "float", "dtype", "cuda", "cpu", "gib", "mib", "nan", "inf",
+    "relu", "adam", "sgd", "kernel", "html", "url", "api", "nn", "et", "al",
+    # PyTorch's names for the operations the course teaches, quoted in prose as they are
+    "view", "transpose", "reshape", "permute", "contiguous", "stride", "exp", "tril", "matmul",
+    "masked_fill", "dim", "self",
+}
+# Python's keywords and built-ins, and the names of the course's exercises and their arguments
+ALLOWLIST |= {w.lower() for w in keyword.kwlist + dir(builtins)}
+ALLOWLIST |= {
+    n.lower()
+    for item in COURSE.exercises()
+    for n in [item.name, *item.spec.get("args", []), *item.spec.get("outputs", []), *item.spec.get("optional", [])]
+}
+
+_CODE = re.compile(
+    r"```.*?```|`[^`]*`|\{[^{}\n]*\}|\$\$.*?\$\$|\$[^$\n]*\$|<[^>]+>|\]\([^)]*\)|https?://\S+|\S*[_.=/\\]\S*",
+    re.S,
+)
+_WORD = re.compile(r"(?<![\w-])[A-Za-z]{3,}(?![\w(\[-])")
+# An English term glossed in full-width parentheses after the Chinese one, as d2l does: 置换等变（permutation equivariant）
+_GLOSS = re.compile(r"(?<=[\u4e00-\u9fff])（[A-Za-z][A-Za-z -]*）")
+
+
+def _without_english_column(text: str) -> str:
+    """Markdown tables without their 英文 column (a bilingual table of names)."""
+    lines, column = [], None
+    for line in text.splitlines():
+        cells = line.strip().strip("|").split("|") if line.lstrip().startswith("|") else None
+        if cells is None:
+            column = None
+        elif column is None and any(c.strip() == "英文" for c in cells):
+            column = [c.strip() for c in cells].index("英文")
+        if cells is not None and column is not None and column < len(cells):
+            del cells[column]
+            line = "|".join(cells)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def english_words(text: str) -> list[str]:
+    """Latin-letter words of three letters or more outside code, maths, links, markup and glosses."""
+    words = _WORD.findall(_CODE.sub(" ", _GLOSS.sub(" ", _without_english_column(text))))
+    return [w for w in words if w.lower() not in ALLOWLIST and not re.fullmatch(r"[A-Z][a-z]*[A-Z]\w*", w)]
+
+
+def test_the_scanner_finds_english_and_leaves_code_alone():
+    assert english_words("缩放点积注意力 computes `q @ k.T` using softmax") == ["computes", "using"]
+    assert english_words("形状 $(B, T, d_{model})$，见 [01](01_scaling_problem.ipynb)") == []
+
+
+def _comments_and_strings(source: str) -> list[str]:
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return []
+    return [  # comments, and strings that are prose (a key such as "raw" is code)
+        t.string
+        for t in tokens
+        if t.type == tokenize.COMMENT or (t.type == tokenize.STRING and re.search(r"\w\s+\w", t.string))
+    ]
+
+
+def _pytorch_lines(text: str) -> str:
+    """Text without lines that quote an exception (PyTorch's own words, followed by Chinese)."""
+    return "\n".join(
+        line for line in text.splitlines() if not re.search(r"\b[A-Z]\w*(Error|Exception|Warning)\b", line)
+    )
+
+
+def _release_texts() -> list[tuple[str, str]]:
+    found = []
+    for path in sorted(RELEASE.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            where = f"{path.name}#{i}"
+            if cell.cell_type == "markdown":
+                found.append((where, cell.source))
+            elif cell.cell_type == "code":
+                found += [(where, s) for s in _comments_and_strings(cell.source)]
+                for output in cell.get("outputs", []):
+                    text = output.get("text") or output.get("data", {}).get("text/plain", "")
+                    if "image/png" not in output.get("data", {}):
+                        found.append((where + " output", _pytorch_lines("".join(text))))
+    return found
+
+
+def _message_texts() -> list[tuple[str, str]]:
+    with (manifest.REPO / "i18n" / "zh-CN" / "messages.po").open("rb") as handle:
+        return [
+            (f"messages.po: {str(m.id)[:50]}", _pytorch_lines(m.string))
+            for m in read_po(handle)
+            if m.id and isinstance(m.string, str) and m.string
+        ]
+
+
+@pytest.mark.parametrize("source", ["release", "messages"])
+def test_no_english_where_a_student_reads(source):
+    texts = _release_texts() if source == "release" else _message_texts()
+    found = [(where, words) for where, text in texts if (words := english_words(text))]
+    assert not found, "\n".join(f"{where}: {' '.join(words)}" for where, words in found)
+
+
+def test_the_chinese_exercise_stub_comes_from_nbgrader_code_stub():
+    sources = [c.source for p in RELEASE.glob("*.ipynb") for c in nbformat.read(p, as_version=4).cells]
+    stub = COURSE.edition("zh-CN").code_stub
+    assert sum(stub in s for s in sources) == len(COURSE.exercises())
+    assert not any("YOUR CODE HERE" in s for s in sources)
