@@ -258,6 +258,30 @@ def build_edition(course: Course, name: str) -> Path:
     return dest
 
 
+CATALOGUE_DATE = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)  # fixed: rewrites change no header
+
+
+def _empty_catalogue(locale) -> Catalog:
+    """A catalogue with the course's header (no template placeholders, not fuzzy)."""
+    return Catalog(
+        locale=locale,
+        domain=DOMAIN,
+        project="attention-course",
+        version="1",
+        header_comment=(
+            "# Translation of the attention course (notebooks, checks and feedback).\n"
+            "# Edit the msgstr lines; `make translations` lists what is missing or out of date."
+        ),
+        copyright_holder="the attention course authors",
+        msgid_bugs_address="the course's issue tracker",
+        creation_date=CATALOGUE_DATE,
+        revision_date=CATALOGUE_DATE,
+        last_translator="the attention course authors",
+        language_team="Simplified Chinese (zh-CN)",
+        fuzzy=False,
+    )
+
+
 def write_catalogue(course: Course, language: str, catalog: Catalog) -> None:
     """Write a language's catalogue back, one file per notebook and messages.po."""
     folder = catalogue_dir(course, language)
@@ -265,9 +289,7 @@ def write_catalogue(course: Course, language: str, catalog: Catalog) -> None:
     parts: dict[str, Catalog] = {}
     for message in catalog:
         if message.id:
-            part = parts.setdefault(
-                _file_of(course, message), Catalog(locale=catalog.locale, domain=DOMAIN, project="attention-course")
-            )
+            part = parts.setdefault(_file_of(course, message), _empty_catalogue(catalog.locale))
             part[message.id] = message
     for name, part in parts.items():
         with open(folder / f"{name}.po", "wb") as handle:
