@@ -121,10 +121,13 @@ def header_line(p: Pace) -> str:
 _HEADER_LINE = re.compile(r"^\*(About \d+ minutes|Core path: about).*\*$", re.M | re.S)
 
 
-def write_times(course: Course) -> None:
-    """Put the counted times into the headers of the English notebooks, the start page and the READMEs."""
+def write_times(course: Course, only: list[str] | None = None) -> None:
+    """Put the counted times into the headers of the English notebooks (`only` some of them), the
+    start page and the READMEs."""
     paces = course_pace(course)
     for p in paces:
+        if only and p.notebook not in only and p.notebook != course.notebooks[0]:
+            continue
         path = course.source_notebook(p.notebook)
         nb = nbformat.read(path, as_version=4)
         first = nb.cells[0]
@@ -160,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     course = load()
     if "--write" in argv:
-        write_times(course)
+        write_times(course, [a for a in argv if a != "--write"] or None)
     paces = course_pace(course)
     print(f"{'notebook':34} {'core words':>10} {'full words':>10} {'core min':>8} {'full min':>8}")
     for p in paces:
