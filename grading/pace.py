@@ -112,10 +112,7 @@ def header_line(p: Pace) -> str:
     """The time line of a notebook's header."""
     if p.core_minutes == p.full_minutes:
         return f"*About {p.core_minutes} minutes.*"
-    return (
-        f"*Core path: about {p.core_minutes} minutes of reading and running, plus the exercise; the whole "
-        f"notebook about {p.full_minutes} minutes. Sections marked* Optional *can be skipped.*"
-    )
+    return f"*About {p.core_minutes} minutes plus the exercise; {p.full_minutes} minutes with the* Optional *sections.*"
 
 
 _HEADER_LINE = re.compile(r"^\*(About \d+ minutes|Core path: about).*\*$", re.M | re.S)
