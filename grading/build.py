@@ -29,11 +29,15 @@ def in_float64(case: Case) -> Case:
 
 
 def results_of(obj, case: Case, spec: dict) -> tuple | None:
-    """The results of `obj` on a case as detached float64 tensors, or None if it failed."""
+    """The results of `obj` on a case as detached tensors, or None if it failed. Floating-point
+    results are in float64 when the case has floating-point inputs (the reference runs in float64);
+    other results (a boolean mask, the results of a case whose inputs are plain parameters) keep
+    their dtype, which the checks then ask of a student's result."""
     outcome = run_case(obj, case, spec)
     if outcome.results is None or not all(isinstance(r, torch.Tensor) for r in outcome.results):
         return None
-    return tuple(r.detach().double() for r in outcome.results)
+    floating = any(t.is_floating_point() for t in case.tensors.values())
+    return tuple(r.detach().double() if floating and r.is_floating_point() else r.detach() for r in outcome.results)
 
 
 def expected_results(course: Course, case: Case, spec: dict) -> tuple:
@@ -55,7 +59,10 @@ def _differs(a: tuple | None, b: tuple | None) -> bool:
     if a is None or b is None:
         return a is not b
     return len(a) != len(b) or any(
-        x.shape != y.shape or not torch.allclose(x, y, atol=1e-6, rtol=1e-6, equal_nan=True) for x, y in zip(a, b)
+        x.shape != y.shape
+        or (x.dtype == torch.bool) != (y.dtype == torch.bool)
+        or not torch.allclose(x.double(), y.double(), atol=1e-6, rtol=1e-6, equal_nan=True)
+        for x, y in zip(a, b)
     )
 
 

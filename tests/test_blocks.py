@@ -1,7 +1,11 @@
-"""The residual experiment of notebook 06: with residual connections a stack of four blocks learns
+"""The residual experiment of notebook 07: with residual connections a stack of four blocks learns
 the two-back task, without them it does not in the same steps."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -41,3 +45,21 @@ def test_the_residual_connections_let_a_stack_of_four_blocks_learn():
     assert with_residual.losses[-1] < without.losses[-1] / 3
     again = blocks.train_stack(lambda: _Block(16, True), d_model=16)
     assert again == with_residual  # seeded, float64, one thread: the same numbers every run
+
+
+def test_training_a_stack_does_not_import_torch_dynamo():
+    """torch.optim's optimisers import torch._dynamo on first use (about 1.5 s, most of notebook
+    07's time); the stack trains with the written-out Adam instead."""
+    code = (
+        "import sys\n"
+        "from torch import nn\n"
+        "from helpers import blocks\n"
+        "class Plain(nn.Linear):\n"
+        "    def forward(self, x, mask=None):\n"
+        "        return super().forward(x)\n"
+        "blocks.train_stack(lambda: Plain(4, 4), d_model=4, layers=1, steps=1)\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    helpers = Path(blocks.__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], cwd=helpers, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out

@@ -172,3 +172,72 @@ def test_the_queries_length_used_for_the_keys_gets_one_sentence():
             return super().forward(query, key, value, mask)
 
     assert "not the queries' T_q" in failure("MultiHeadAttention", KeysOfQueryLength)
+
+
+# ------------------------------------------------------------------ a case of plain parameters, a boolean result
+
+
+def _mask_case(T: int = 3):
+    import torch
+
+    from helpers.exercises import Case
+
+    return Case("causal_mask", "three positions", {}, {"T": T}, expected=(torch.ones(T, T, dtype=torch.bool).tril(),))
+
+
+def test_a_case_of_parameters_only_describes_them_and_judges_a_right_mask():
+    import torch
+
+    case = _mask_case()
+    assert case.describe_inputs() == "T=3"
+    student_course.install(COURSE.student_view())
+    try:
+        assert judge(case, run_quietly(lambda T: torch.ones(T, T, dtype=torch.bool).tril(), case)) == ""
+    finally:
+        student_course.install(None)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_a_mask_of_numbers_is_told_to_be_boolean(dtype):
+    import torch
+
+    case = _mask_case()
+    student_course.install(COURSE.student_view())
+    try:
+        wrong = judge(case, run_quietly(lambda T: torch.ones(T, T, dtype=getattr(torch, dtype)).tril(), case))
+    finally:
+        student_course.install(None)
+    assert wrong == f"For T=3, the result should be a boolean tensor (True or False in each entry); it is {dtype}."
+
+
+def test_a_wrong_boolean_mask_shows_its_row_as_true_and_false():
+    import torch
+
+    case = _mask_case()
+    student_course.install(COURSE.student_view())
+    try:
+        wrong = judge(case, run_quietly(lambda T: torch.ones(T, T, dtype=torch.bool).triu(), case))
+    finally:
+        student_course.install(None)
+    assert "at index [0]" in wrong and "expected [True, False, False]" in wrong and "received [True, True, True]" in wrong
+
+
+def test_a_boolean_result_is_close_only_to_a_boolean_one():
+    import torch
+
+    from helpers.checks import _close
+
+    mask = torch.ones(2, 2, dtype=torch.bool).tril()
+    assert _close(mask, mask.clone()) and not _close(mask.double(), mask) and not _close(mask, mask.double())
+
+
+def test_the_grader_gets_a_boolean_result_back_as_boolean():
+    """The sandbox sends every result as float64 numbers with its dtype's name; a mask comes back bool."""
+    import numpy as np
+    import torch
+
+    from grading.trusted import _outcome
+
+    entry = {"error": None, "problem": None, "mistake": None, "results": ["r0"], "dtypes": ["torch.bool"]}
+    outcome = _outcome(0, entry, {"c0/r0": torch.from_numpy(np.array([[1.0, 0.0], [1.0, 1.0]]))})
+    assert outcome.results[0].dtype == torch.bool and outcome.results[0].tolist() == [[True, False], [True, True]]

@@ -59,9 +59,33 @@ def scale_of(expected: torch.Tensor) -> float:
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, tol: float = ATOL) -> bool:
-    """Equal within `tol`, relative to each value and to the largest value of the result."""
+    """Equal within `tol`, relative to each value and to the largest value of the result. A boolean
+    tensor is close only to a boolean tensor with the same entries."""
+    if (a.dtype == torch.bool) != (b.dtype == torch.bool):
+        return False
     return a.shape == b.shape and bool(
         torch.allclose(a.detach().double(), b.detach().double(), rtol=tol, atol=tol * scale_of(b), equal_nan=True)
+    )
+
+
+def expected_dtype(case: Case, want: torch.Tensor) -> torch.dtype:
+    """The dtype a result must have: that of the floating-point inputs (results keep the input
+    dtype), or, where the inputs give none (a mask built from a length), the expected result's."""
+    return next((t.dtype for t in case.tensors.values() if t.is_floating_point()), want.dtype)
+
+
+def _dtype_message(where: str, label: str, got: torch.Tensor, want_dtype: torch.dtype, from_inputs: bool) -> str:
+    got_name, want_name = str(got.dtype).removeprefix("torch."), str(want_dtype).removeprefix("torch.")
+    if from_inputs:
+        return _("{where}, {label} is {got} but the inputs are {want}: results keep the input dtype.").format(
+            where=where, label=label, got=got_name, want=want_name
+        )
+    if want_dtype == torch.bool:
+        return _("{where}, {label} should be a boolean tensor (True or False in each entry); it is {got}.").format(
+            where=where, label=label, got=got_name
+        )
+    return _("{where}, {label} should be {want}; it is {got}.").format(
+        where=where, label=label, want=want_name, got=got_name
     )
 
 
@@ -169,12 +193,12 @@ def judge(case: Case, outcome: Outcome) -> str:
                 case,
                 mistake,
             )
-    input_dtype = next(t.dtype for t in case.tensors.values() if t.is_floating_point())
+    from_inputs = any(t.is_floating_point() for t in case.tensors.values())
     for name, got, want in zip(names, results, case.expected):
-        if got.dtype != input_dtype:
-            return _("{where}, {label} is {got} but the inputs are {want}: results keep the input dtype.").format(
-                where=where, label=label(name), got=str(got.dtype)[6:], want=str(input_dtype)[6:]
-            )
+        want_dtype = expected_dtype(case, want)
+        if got.dtype != want_dtype:
+            message = _dtype_message(where, label(name), got, want_dtype, from_inputs)
+            return message if from_inputs else _with_mistake(message, case, mistake)
         if torch.isfinite(want).all() and not torch.isfinite(got).all():
             return _with_mistake(
                 _("{where}, {label} contains NaN or inf; every value should be finite.").format(

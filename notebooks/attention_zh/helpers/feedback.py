@@ -63,14 +63,19 @@ def shape_of(value) -> str:
 
 
 def preview(tensor: torch.Tensor, index: tuple = (), width: int = 5) -> str:
-    """A few values of `tensor` along its last axis, starting at `index` (a leading index)."""
+    """A few values of `tensor` along its last axis, starting at `index` (a leading index); a
+    boolean tensor's as True and False."""
     t = tensor.detach()
+
+    def text(x) -> str:
+        return str(bool(x)) if t.dtype == torch.bool else f"{float(x):.4f}"
+
     if t.dim() == 0:
-        return f"{t.item():.4f}"
+        return text(t)
     row = t[index] if index else t
     while row.dim() > 1:
         row = row[0]
-    values = ", ".join(f"{float(x):.4f}" for x in row[:width])
+    values = ", ".join(text(x) for x in row[:width])
     more = ", ..." if row.shape[0] > width else ""
     return f"[{values}{more}]"
 
