@@ -289,6 +289,10 @@ def write_catalogue(course: Course, language: str, catalog: Catalog) -> None:
     parts: dict[str, Catalog] = {}
     for message in catalog:
         if message.id:
+            # Babel reads a fuzzy entry's `#| msgid` lines back as translator comments: drop them,
+            # or every rewrite would add them again as `# | ...` debris.
+            if any(c.lstrip().startswith("|") for c in message.user_comments):
+                message.user_comments = []  # the debris, wrapped over several comment lines
             part = parts.setdefault(_file_of(course, message), _empty_catalogue(catalog.locale))
             part[message.id] = message
     for name, part in parts.items():
