@@ -258,7 +258,8 @@ def build_edition(course: Course, name: str) -> Path:
     return dest
 
 
-CATALOGUE_DATE = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)  # fixed: rewrites change no header
+# A fixed date: rewriting a catalogue changes no header line.
+CATALOGUE_DATE = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
 
 
 def _empty_catalogue(locale) -> Catalog:

@@ -82,9 +82,7 @@ def pace_of(notebook: nbformat.NotebookNode, name: str = "") -> Pace:
 
 def course_pace(course: Course) -> list[Pace]:
     """The pace of every source notebook of the English edition, in course order."""
-    return [
-        pace_of(nbformat.read(course.source_notebook(name), as_version=4), name) for name in course.notebooks
-    ]
+    return [pace_of(nbformat.read(course.source_notebook(name), as_version=4), name) for name in course.notebooks]
 
 
 def total_minutes(paces: list[Pace], core: bool = True) -> int:

@@ -26,14 +26,65 @@ RELEASE = COURSE.release_dir("zh-CN")
 
 # Proper names, product names and the names of things in code that prose may use as they are.
 ALLOWLIST = {
-    "attention", "batch_first", "bert", "binder", "d2l", "gelu", "gpt", "jupyter", "jupyterlab",
-    "layernorm", "matplotlib", "nanogpt", "nbgrader", "numpy", "python", "pytorch", "softmax",
-    "transformer", "vaswani", "shift", "enter", "validate", "torch", "ipywidgets", "tensor",
-    "true", "false", "none", "float", "dtype", "cuda", "cpu", "gib", "mib", "nan", "inf",
-    "relu", "adam", "sgd", "kernel", "html", "url", "api", "nn", "et", "al",
+    "attention",
+    "batch_first",
+    "bert",
+    "binder",
+    "d2l",
+    "gelu",
+    "gpt",
+    "jupyter",
+    "jupyterlab",
+    "layernorm",
+    "matplotlib",
+    "nanogpt",
+    "nbgrader",
+    "numpy",
+    "python",
+    "pytorch",
+    "softmax",
+    "transformer",
+    "vaswani",
+    "shift",
+    "enter",
+    "validate",
+    "torch",
+    "ipywidgets",
+    "tensor",
+    "true",
+    "false",
+    "none",
+    "float",
+    "dtype",
+    "cuda",
+    "cpu",
+    "gib",
+    "mib",
+    "nan",
+    "inf",
+    "relu",
+    "adam",
+    "sgd",
+    "kernel",
+    "html",
+    "url",
+    "api",
+    "nn",
+    "et",
+    "al",
     # PyTorch's names for the operations the course teaches, quoted in prose as they are
-    "view", "transpose", "reshape", "permute", "contiguous", "stride", "exp", "tril", "matmul",
-    "masked_fill", "dim", "self",
+    "view",
+    "transpose",
+    "reshape",
+    "permute",
+    "contiguous",
+    "stride",
+    "exp",
+    "tril",
+    "matmul",
+    "masked_fill",
+    "dim",
+    "self",
 }
 # Python's keywords and built-ins, and the names of the course's exercises and their arguments
 ALLOWLIST |= {w.lower() for w in keyword.kwlist + dir(builtins)}
@@ -48,7 +99,8 @@ _CODE = re.compile(
     re.S,
 )
 _WORD = re.compile(r"(?<![\w-])[A-Za-z]{3,}(?![\w(\[-])")
-# An English term glossed in full-width parentheses after the Chinese one, as d2l does: 置换等变（permutation equivariant）
+# An English term glossed in full-width parentheses after the Chinese one, as d2l does:
+# 置换等变（permutation equivariant）
 _GLOSS = re.compile(r"(?<=[\u4e00-\u9fff])（[A-Za-z][A-Za-z -]*）")
 
 
@@ -133,6 +185,6 @@ def test_no_english_where_a_student_reads(source):
 
 def test_the_chinese_exercise_stub_comes_from_nbgrader_code_stub():
     sources = [c.source for p in RELEASE.glob("*.ipynb") for c in nbformat.read(p, as_version=4).cells]
-    stub = COURSE.edition("zh-CN").code_stub
+    stub = COURSE.edition("zh-CN").code_stub.splitlines()[0]  # indented inside a function or class
     assert sum(stub in s for s in sources) == len(COURSE.exercises())
     assert not any("YOUR CODE HERE" in s for s in sources)

@@ -20,7 +20,8 @@ FULL_WIDTH = "，。：；！？、（）《》“”"
 
 
 def _fields(text: str) -> list[tuple[str, str, str]]:
-    return [(name, spec or "", conv or "") for _, name, spec, conv in string.Formatter().parse(text) if name is not None]
+    parsed = string.Formatter().parse(text)
+    return [(name, spec or "", conv or "") for _, name, spec, conv in parsed if name is not None]
 
 
 def render(text: str) -> str:

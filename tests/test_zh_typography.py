@@ -16,7 +16,10 @@ COURSE = manifest.load()
 ZH = manifest.REPO / "i18n" / "zh-CN"
 CJK = "\u4e00-\u9fff"
 _CODE = re.compile(r"```.*?```|`[^`]*`|\$\$.*?\$\$|\$[^$\n]*\$|<[^>]+>|\]\([^)]*\)", re.S)
-ITALIC = re.compile(rf"(?<![*A-Za-z0-9])\*(?!\*)[^*\n]*[{CJK}][^*\n]*(?<!\*)\*(?![*A-Za-z0-9])|(?<!\w)_[^_\n]*[{CJK}][^_\n]*_(?!\w)")
+ITALIC = re.compile(
+    rf"(?<![*A-Za-z0-9])\*(?![*\s])[^*\n]*[{CJK}][^*\n]*(?<![*\s])\*(?![*A-Za-z0-9])"
+    rf"|(?<!\w)_[^_\n]*[{CJK}][^_\n]*_(?!\w)"
+)
 HALF_WIDTH = re.compile(rf"[{CJK}][()\"]|[()\"][{CJK}]")
 
 
@@ -42,7 +45,9 @@ def test_no_italics_in_chinese_prose():
 
 
 def test_full_width_parentheses_and_quotes_next_to_chinese():
-    found = [(where, text[max(0, m.start() - 8) : m.end() + 8]) for where, text in PROSE for m in HALF_WIDTH.finditer(text)]
+    found = [
+        (where, text[max(0, m.start() - 8) : m.end() + 8]) for where, text in PROSE for m in HALF_WIDTH.finditer(text)
+    ]
     assert not found, "\n".join(f"{w}: {t!r}" for w, t in found)
 
 

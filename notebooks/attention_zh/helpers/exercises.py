@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from . import course
-from .i18n import _
+from .i18n import _, listing
 
 PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
 
@@ -100,7 +100,7 @@ def _results(spec: dict, result) -> tuple:
         got = type(result).__name__ + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "")
         raise StructureProblem(
             _("It should return {count} results, ({names}); it returned a {got}.").format(
-                count=len(outputs), names=", ".join(outputs), got=got
+                count=len(outputs), names=listing(outputs), got=got
             )
         )
     return tuple(result)

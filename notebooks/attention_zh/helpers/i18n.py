@@ -90,3 +90,8 @@ def word(text: str) -> str:
 def pgettext(context: str, message: str) -> str:
     """`message` in the current language, for a unit that has a context (a mistake's sentence)."""
     return _catalogue(language()).pgettext(context, message)
+
+
+def listing(items) -> str:
+    """Items joined as a list of the current language: `a, b, c` in English, `a、b、c` in Chinese."""
+    return pgettext("list separator", ", ").join(str(item) for item in items)

@@ -25,7 +25,7 @@ from . import course
 from .casefile import load_cases
 from .exercises import Case, Outcome, run_case
 from .feedback import CheckFailed, explain_error, first_difference, mistake_message, passed, preview, shape_of
-from .i18n import _
+from .i18n import _, listing
 from .policy import check_exercise, refusal, session_statements
 from .questions import check_choice
 
@@ -233,7 +233,7 @@ def judge(case: Case, outcome: Outcome) -> str:
         return _(
             "{where}, your code changed its input {names} in place; compute new tensors and leave the "
             "inputs as they were."
-        ).format(where=where, names=", ".join(outcome.changed_inputs))
+        ).format(where=where, names=listing(outcome.changed_inputs))
     return ""
 
 

@@ -27,7 +27,7 @@ import textwrap
 import types
 from dataclasses import dataclass, field
 
-from .i18n import _
+from .i18n import _, listing
 from .notebook_code import definition_statements
 
 ALLOWED_IMPORTS = (
@@ -437,7 +437,7 @@ def refusal(exercise: str, found: list[str]) -> str:
     return _(
         "`{name}` may not rely on {what}: the grader gives it no marks without running it, so write "
         "attention yourself with tensor operations (matmul, softmax, masked_fill)."
-    ).format(name=exercise, what=", ".join(found[:3]))
+    ).format(name=exercise, what=listing(found[:3]))
 
 
 # ----------------------------------------------------------------------------- the student's session
