@@ -169,19 +169,22 @@ def trained_heads_figure(result):
     steps = sorted(result.snapshots)
     H, tokens = result.num_heads, result.example
     names, matched = relation_names(), result.matched()
-    fig, axes = plt.subplots(H, len(steps) + 1, squeeze=False, figsize=(2.1 * (len(steps) + 1) + 0.6, 2.2 * H + 0.6))
+    columns = len(steps) + 1
+    fig, axes = plt.subplots(H, columns, squeeze=False, figsize=(2.1 * columns + 0.6, 2.2 * H + 0.6))
     for h in range(H):
         panels = [(result.snapshots[s][h], _("head {h}, step {step}").format(h=h, step=s)) for s in steps]
         panels.append((result.ideal[matched[h]], _("ideal: {relation}").format(relation=names[matched[h]])))
-        for ax, (w, title) in zip(axes[h], panels):
+        for c, (ax, (w, title)) in enumerate(zip(axes[h], panels)):
             ax.imshow(w.detach().double(), cmap="Blues", vmin=0, vmax=1)
-            ax.set_xticks(range(len(tokens)), tokens, fontsize=7)
-            ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+            # The tokens on the outer edges only: every panel shows the same sentence.
+            ax.set_xticks(range(len(tokens)), tokens if h == H - 1 else [], fontsize=7)
+            ax.set_yticks(range(len(tokens)), tokens if c == 0 else [], fontsize=7)
             ax.set_title(title, fontsize=9)
         axes[h][-1].set_facecolor("#f4f4f4")
     fig.supxlabel(_("key (attended to)"), fontsize=9)
     fig.supylabel(_("query"), fontsize=9)
-    fig.tight_layout()
+    # Fixed margins rather than tight_layout, which measures every label of the ten panels.
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.13, top=0.9, wspace=0.15, hspace=0.35)
     return fig
 
 
