@@ -6,7 +6,7 @@
 #   make outputs        rebuild what is built from the sources: case file, stored outputs, editions, releases
 #                       (NOTEBOOKS="01_scaling_problem" re-runs only those notebooks)
 #   make release        regenerate the student releases notebooks/<assignment> from source/ with nbgrader
-#   make translations   list the translations that are missing or stale (catalogue i18n/)
+#   make translations   carry English changes into the catalogues (i18n/) and list what is missing or stale
 #   make grade          grade every submission under submitted/ (JOBS=N at a time, STUDENT=alice for one)
 #   make formgrader     the teacher's JupyterLab, with nbgrader's formgrader
 #   make student-folder write build/student/: what students get, without solutions or grading code
@@ -65,7 +65,7 @@ release: $(STAMP)
 	$(PY) -m grading.outputs --no-execute
 
 translations: $(STAMP)
-	$(PY) -m grading.edition --report
+	$(PY) -m grading.edition --update
 
 grade: $(STAMP)
 	$(PY) -m grading.grade $(if $(JOBS),--jobs $(JOBS)) $(foreach s,$(STUDENT),--student $(s)) $(GRADE_ARGS)

@@ -42,7 +42,11 @@ from .classroom import submission, write_submission
 from .manifest import REPO, load
 from .reference import reference
 
-COURSE = load()
+
+def _course():
+    """The manifest, read when a figure needs it (importing this module reads nothing)."""
+    return load()
+
 
 IMPORT_ONLY = "import torch\nimport matplotlib.pyplot as plt\nimport ipywidgets\n"
 
@@ -75,15 +79,15 @@ def run_notebook(path: Path, cwd: Path) -> tuple[float, int]:
 
 
 def bench_notebooks() -> dict:
-    source = COURSE.source_dir()
+    source = _course().source_dir()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "import_only.ipynb"
         nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(IMPORT_ONLY)]), base)
         baseline = min(run_notebook(base, source)[0] for _ in range(2))
     rows = {}
-    for edition in COURSE.editions:
-        for name in COURSE.notebooks:
-            path = COURSE.source_notebook(name, edition.name)
+    for edition in _course().editions:
+        for name in _course().notebooks:
+            path = _course().source_notebook(name, edition.name)
             runs = [run_notebook(path, path.parent) for _ in range(2)]  # as the baseline: the faster
             wall, peak = min(r[0] for r in runs), max(r[1] for r in runs)
             rows[f"{edition.name} {name}"] = {
@@ -99,7 +103,7 @@ def bench_mha() -> dict:
 
     torch.manual_seed(0)
     B, T, D, H = 8, 256, 512, 8
-    ours = reference(COURSE, COURSE.item("MultiHeadAttention"))(D, H)
+    ours = reference(_course(), _course().item("MultiHeadAttention"))(D, H)
     theirs = torch.nn.MultiheadAttention(D, H, batch_first=True)
     x = torch.randn(B, T, D)
     timers = {
@@ -133,7 +137,10 @@ def bench_sliders() -> dict:
             times.append(time.perf_counter() - start)
         return statistics.median(times) * 1000
 
-    ref = {name: reference(COURSE, COURSE.item(name)) for name in ("raw_scores", "scaled_scores", "MultiHeadAttention")}
+    ref = {
+        name: reference(_course(), _course().item(name))
+        for name in ("raw_scores", "scaled_scores", "MultiHeadAttention")
+    }
     dk = DkLab(raw_scores=ref["raw_scores"], scaled_scores=ref["scaled_scores"])
     heads = HeadsLab(mha_class=ref["MultiHeadAttention"])
     values = D_K_VALUES + D_K_VALUES[::-1]
@@ -195,23 +202,25 @@ LOOP = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
 
 def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
     nbgrader = str(Path(sys.executable).with_name("nbgrader"))
-    graded = COURSE.graded_notebooks()
+    graded = _course().graded_notebooks()
     with tempfile.TemporaryDirectory() as tmp:
         one = _course(Path(tmp) / "one")
-        write_submission(one, "student", submission(COURSE, {}, graded), "attention")
+        write_submission(one, "student", submission(_course(), {}, graded), "attention")
         plain_root = _course(Path(tmp) / "plain", plain=True)
         shutil.copytree(one / "submitted", plain_root / "submitted")
         _timed([nbgrader, "generate_assignment", "attention", "--force"], plain_root)
         execute = _timed([nbgrader, "autograde", "attention", "--force"], plain_root)
         grade, _, _ = _grade(one, 1)
         looping = _course(Path(tmp) / "loop")
-        write_submission(looping, "looping", submission(COURSE, {"split_heads": LOOP}, graded), "attention")
+        write_submission(looping, "looping", submission(_course(), {"split_heads": LOOP}, graded), "attention")
         right, _, _ = _grade(looping.parent / "one", 1, f"--cell-timeout={loop_timeout}")
         stuck, _, _ = _grade(looping, 1, f"--cell-timeout={loop_timeout}")
         klass = _course(Path(tmp) / "class")
         for i in range(class_size):
-            edition = COURSE.editions[i % len(COURSE.editions)]
-            write_submission(klass, f"student{i:02d}", submission(COURSE, {}, graded, edition.name), edition.assignment)
+            edition = _course().editions[i % len(_course().editions)]
+            write_submission(
+                klass, f"student{i:02d}", submission(_course(), {}, graded, edition.name), edition.assignment
+            )
         serial, serial_scores, serial_graded = _grade(klass, 1)
         parallel, parallel_scores, parallel_graded = _grade(klass, 2)
     return {
@@ -231,7 +240,7 @@ def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
 
 
 def budgets(r: dict) -> list[tuple[str, str, bool]]:
-    """(figure, value, budget held) for every budget of COURSE.md."""
+    """(figure, value, budget held) for every budget of _course().md."""
     nbs = r["notebooks"]["notebooks"]
     rows = [
         (f"{name}: wall time vs import-only", f"{v['ratio']}x (budget 2x)", v["ratio"] <= 2.0)

@@ -107,15 +107,3 @@ def grades(course_db, assignment: str, students: list[str] | None = None) -> lis
                     )
                 )
     return rows
-
-
-def cell_grades(course_db, assignment: str, student: str) -> dict[tuple[str, str], tuple[float, float]]:
-    """(notebook, grade id) -> (score, max score) of one student's submission."""
-    from nbgrader.api import Gradebook
-
-    found = {}
-    with Gradebook(_url(course_db)) as gradebook:
-        for notebook in gradebook.find_submission(assignment, student).notebooks:
-            for grade in notebook.grades:
-                found[(notebook.name, grade.name)] = (grade.score, grade.max_score)
-    return found

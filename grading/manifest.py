@@ -15,6 +15,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .manifest_schema import validate
+
 REPO = Path(__file__).resolve().parents[1]
 MANIFEST = "course.toml"
 
@@ -243,6 +245,7 @@ def load(root: Path | str = REPO) -> Course:
     """Read `course.toml` at a course root (by default this repository)."""
     root = Path(root).resolve()
     data = tomllib.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    validate(data, MANIFEST)
     course = data["course"]
     items = tuple(_item(t) for t in data.get("items", []))
     for table in data.get("items", []):  # `cases_like` borrows another item's kinds of case

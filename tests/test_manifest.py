@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from grading import manifest
 from grading.cases import all_cases, features
 from grading.manifest import load
 from helpers.cells import find_cell, is_answer_cell, is_test_cell, points, read_notebook
@@ -73,3 +76,43 @@ def test_each_item_draws_from_its_own_stream():
     seeds = {i.name: COURSE.item_seed(i.name) for i in EXERCISES}
     assert len(set(seeds.values())) == len(seeds)
     assert first  # every exercise has cases
+
+
+def _manifest_data() -> dict:
+    import tomllib
+
+    return tomllib.loads((manifest.REPO / manifest.MANIFEST).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (
+            lambda d: d["items"][0]["cases"][1].update(hiden=True),
+            "cases[1] (a batch): unknown key 'hiden' (did you mean 'hidden'?)",
+        ),
+        (lambda d: d["items"][0].update(points="2"), "items[0] (raw_scores) > points: '2' is not of type 'number'"),
+        (lambda d: d["items"][0].update(kind="fn"), "items[0] (raw_scores) > kind: 'fn' is not one of"),
+        (lambda d: d["editions"]["zh-CN"].update(langauge="zh"), "editions > zh-CN: unknown key 'langauge'"),
+        (lambda d: d["course"].pop("notebooks"), "course: 'notebooks' is a required property"),
+        (lambda d: d["items"][0]["cases"][0].update(dtype="float16"), "> dtype: 'float16' is not one of"),
+        (lambda d: d["practice"][0].update(answr="A"), "practice[0] (dk_std): unknown key 'answr'"),
+    ],
+    ids=[
+        "typo in a case",
+        "points as text",
+        "unknown kind",
+        "typo in an edition",
+        "no notebooks",
+        "dtype",
+        "typo in practice",
+    ],
+)
+def test_a_manifest_with_a_wrong_key_or_type_fails_loudly(change, expected):
+    from grading.manifest_schema import validate
+
+    data = _manifest_data()
+    validate(data)  # the real manifest has the shape
+    change(data)
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        validate(data)

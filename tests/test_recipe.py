@@ -4,6 +4,8 @@ and it is checked, released and graded (CONTRIBUTING.md, "Recipe: add an exercis
 from __future__ import annotations
 
 import csv
+import re
+import textwrap
 
 import nbformat
 import pytest
@@ -15,46 +17,21 @@ from grading.manifest import load
 pytestmark = pytest.mark.slow
 NOTEBOOK = "01_scaling_problem"
 
-ANSWER = '''def double_scores(q, k):
-    """Twice the raw scores: 2 q @ k^T over the last two axes, (..., T_q, T_k)."""
-    ### BEGIN SOLUTION
-    return 2 * q @ k.transpose(-2, -1)
-    ### END SOLUTION'''
-TEST = (
-    'check("double_scores", double_scores)\n### BEGIN HIDDEN TESTS\n'
-    'check("double_scores", double_scores, hidden=True)\n### END HIDDEN TESTS'
-)
-ENTRY = """
-[[items]]
-name = "double_scores"
-kind = "function"
-notebook = "01_scaling_problem"
-answer_cell = "double_scores"
-test_cell = "test_double_scores"
-points = 1
-args = ["q", "k"]
-outputs = ["scores"]
 
-[[items.cases]]
-name = "a batch"
-inputs = { q = [2, 3, 4], k = [2, 5, 4] }
+def _recipe_blocks() -> tuple[str, str, str]:
+    """The answer cell, the test cell and the manifest entry the guide shows, in that order."""
+    guide = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    recipe = guide[guide.index("## Recipe: add an exercise") :]
+    blocks = [
+        (lang, textwrap.dedent(body))
+        for lang, body in re.findall(r"```(python|toml)\n(.*?)^\s*```", recipe, re.S | re.M)
+    ]
+    (_, answer), (_, test), (_, entry) = blocks[:3]
+    assert [lang for lang, _ in blocks[:3]] == ["python", "python", "toml"]
+    return answer.strip(), test.strip(), "\n" + entry
 
-[[items.cases]]
-name = "float64"
-inputs = { q = [2, 3, 4], k = [2, 5, 4] }
-dtype = "float64"
 
-[[items.cases]]
-name = "two batch axes, float64"
-inputs = { q = [2, 2, 3, 4], k = [2, 2, 5, 4] }
-dtype = "float64"
-hidden = true
-
-[[items.mistakes]]
-name = "forgot_the_factor"
-sentence = "Multiply the scores by 2."
-edits = [["2 * q @", "q @"]]
-"""
+ANSWER, TEST, ENTRY = _recipe_blocks()
 
 
 def _meta(grade_id, solution, points=None):

@@ -269,7 +269,7 @@ def _mistake_from_other_cases(obj, others: list[Case]) -> str:
     return ""
 
 
-def _check_exercise(name: str, obj, hidden: bool) -> None:
+def _check_exercise(name: str, obj) -> None:
     what = _("class") if course.is_class(name) else _("function")
     if not (inspect.isclass(obj) if course.is_class(name) else callable(obj)):
         raise CheckFailed(
@@ -280,26 +280,25 @@ def _check_exercise(name: str, obj, hidden: bool) -> None:
     problem = forbidden_message(name, obj)
     if problem:
         raise CheckFailed(problem)
-    cases = cases_for(name, hidden)
+    cases = cases_for(name)
     for i, case in enumerate(cases):
         outcome = run_quietly(obj, case)
         message = judge(case, outcome)
         if message:
             named = _("Likely mistake:") in message or (outcome.error or ("",))[0] == "NotImplementedError"
             raise CheckFailed(message + ("" if named else _mistake_from_other_cases(obj, cases[i + 1 :])))
-    if not hidden:
-        passed(_("`{name}` passed all {count} visible checks.").format(name=name, count=len(cases)))
+    passed(_("`{name}` passed all {count} visible checks.").format(name=name, count=len(cases)))
 
 
-def check(name: str, obj, hidden: bool = False) -> None:
+def check(name: str, obj) -> None:
     """Check an exercise (`obj` is your function or class) or a question (`obj` is your answer).
 
     Raises `CheckFailed` with one message at the first failure; prints a ✓ line when all pass.
-    `hidden=True` runs the hidden cases where they are stored (the grader runs its own).
+    Only the visible cases are here: the hidden ones (`hidden = true` in the manifest) never
+    reach a student's files, and the trusted grader runs them itself, with fresh values.
     """
     spec = course.item(name)
     if spec["kind"] == "choice":
-        if not hidden:
-            check_choice(name, obj)
+        check_choice(name, obj)
         return
-    _check_exercise(name, obj, hidden)
+    _check_exercise(name, obj)
