@@ -23,7 +23,6 @@ bound reached) is named and makes the exit status non-zero; everyone else is sti
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import queue
@@ -286,81 +285,41 @@ def merge(course: Course, sub: Submission, folder: Path) -> None:
 
 
 def write_tables(course: Course, subs: list[Submission], seed: int, layers: list[str]) -> None:
-    """grades.csv (a row per notebook and a total per student and assignment) and
-    grades_by_cell.csv, from the course gradebook: the same numbers `nbgrader export` gives. The
-    seed and the confinement layers are those of this run, for the students it graded (a student
-    graded earlier keeps them in their feedback's grading summary)."""
-    from nbgrader.api import Gradebook
-
-    problems = {(s.student, s.assignment): "; ".join(s.problems + s.faults) for s in subs}
-    this_run = {(s.student, s.assignment) for s in subs}
+    """grades.csv and grades_by_cell.csv, written by the course's nbgrader export plugins
+    (grading/export.py) from the course gradebook. The seed and the confinement layers are those
+    of this run, for the students it graded (a student graded earlier keeps them in their
+    feedback's grading summary); they reach the plugins in a run record beside the logs."""
+    record = course.root / "build" / "grading" / "run.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
     confinement = "+".join(layers) or "none"
-    db = course.root / "gradebook.db"
-    with open(course.root / "grades.csv", "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(
+    record.write_text(
+        json.dumps(
             [
-                "student",
-                "assignment",
-                "notebook",
-                "score",
-                "max_score",
-                "late_penalty",
-                "problems",
-                "seed",
-                "confinement",
+                {
+                    "student": s.student,
+                    "assignment": s.assignment,
+                    "seed": seed,
+                    "confinement": confinement,
+                    "problems": "; ".join(s.problems + s.faults),
+                }
+                for s in subs
             ]
+        ),
+        encoding="utf-8",
+    )
+    for exporter, table in (("NotebookGrades", "grades.csv"), ("CellGrades", "grades_by_cell.csv")):
+        proc = nbgrader(
+            [
+                "export",
+                f"--exporter=grading.export.{exporter}",
+                f"--to={course.root / table}",
+                f"--{exporter}.run_record={record}",
+            ],
+            course.root,
+            course.root,
         )
-        for edition in course.editions:
-            rows = records.grades(db, edition.assignment)
-            for student in sorted({r.student for r in rows}):
-                own = sorted((r for r in rows if r.student == student), key=lambda r: r.notebook)
-                for r in own:
-                    writer.writerow(
-                        [
-                            student,
-                            r.assignment,
-                            r.notebook,
-                            f"{r.score - r.late_penalty:g}",
-                            f"{r.max_score:g}",
-                            f"{r.late_penalty:g}",
-                            "",
-                            *((seed, confinement) if (student, r.assignment) in this_run else ("", "")),
-                        ]
-                    )
-                writer.writerow(
-                    [
-                        student,
-                        edition.assignment,
-                        "TOTAL",
-                        f"{sum(r.score - r.late_penalty for r in own):g}",
-                        f"{sum(r.max_score for r in own):g}",
-                        f"{sum(r.late_penalty for r in own):g}",
-                        problems.get((student, edition.assignment), ""),
-                        *((seed, confinement) if (student, edition.assignment) in this_run else ("", "")),
-                    ]
-                )
-    with open(course.root / "grades_by_cell.csv", "w", newline="") as handle, Gradebook(f"sqlite:///{db}") as gb:
-        writer = csv.writer(handle)
-        writer.writerow(["student", "assignment", "notebook", "cell", "score", "max_score", "reason"])
-        for edition in course.editions:
-            for submission in sorted(gb.assignment_submissions(edition.assignment), key=lambda s: s.student.id):
-                for notebook in sorted(submission.notebooks, key=lambda n: n.name):
-                    comments = {c.name: c.auto_comment or "" for c in notebook.comments}
-                    for grade in sorted(notebook.grades, key=lambda g: g.name):
-                        item = next((i for i in course.items_in(notebook.name) if i.test_cell == grade.name), None)
-                        reason = comments.get(item.answer_cell, "") if item else ""
-                        writer.writerow(
-                            [
-                                submission.student.id,
-                                edition.assignment,
-                                notebook.name,
-                                grade.name,
-                                f"{grade.score:g}",
-                                f"{grade.max_score:g}",
-                                "" if reason == "No response." and grade.score == grade.max_score else reason,
-                            ]
-                        )
+        if proc.returncode != 0:
+            raise SystemExit(f"nbgrader export ({exporter}) failed:\n{_last_error(proc)}")
 
 
 def find_submissions(course: Course, only: list[str]) -> list[Submission]:
