@@ -45,6 +45,7 @@ class Pace:
     full_words: int
     core_code_cells: int
     code_cells: int
+    exercises: int = 0  # graded exercises (questions aside): their time comes on top
 
     @property
     def core_minutes(self) -> int:
@@ -60,7 +61,7 @@ def minutes(word_count: int, code_cells: int) -> int:
     return max(1, round(word_count / WORDS_PER_MINUTE + code_cells * MINUTES_PER_CODE_CELL))
 
 
-def pace_of(notebook: nbformat.NotebookNode, name: str = "") -> Pace:
+def pace_of(notebook: nbformat.NotebookNode, name: str = "", exercises: int = 0) -> Pace:
     """Count a notebook's core and full words and code cells."""
     core = full = core_code = code = 0
     optional = False
@@ -77,7 +78,7 @@ def pace_of(notebook: nbformat.NotebookNode, name: str = "") -> Pace:
             n = words(part)
             full += n
             core += 0 if optional else n
-    return Pace(name, core, full, core_code, code)
+    return Pace(name, core, full, core_code, code, exercises)
 
 
 def course_pace(course: Course) -> list[Pace]:
@@ -108,9 +109,10 @@ def _row_times(text: str, paces: list[Pace], unit: str) -> str:
 
 def header_line(p: Pace) -> str:
     """The time line of a notebook's header."""
+    extra = " plus the exercise" if p.exercises == 1 else " plus the exercises" if p.exercises else ""
     if p.core_minutes == p.full_minutes:
-        return f"*About {p.core_minutes} minutes.*"
-    return f"*About {p.core_minutes} minutes plus the exercise; {p.full_minutes} minutes with the* Optional *sections.*"
+        return f"*About {p.core_minutes} minutes{extra}.*"
+    return f"*About {p.core_minutes} minutes{extra}; {p.full_minutes} minutes with the* Optional *sections.*"
 
 
 _HEADER_LINE = re.compile(r"^\*(About \d+ minutes|Core path: about).*\*$", re.M | re.S)
