@@ -83,7 +83,14 @@ def pace_of(notebook: nbformat.NotebookNode, name: str = "", exercises: int = 0)
 
 def course_pace(course: Course) -> list[Pace]:
     """The pace of every source notebook of the English edition, in course order."""
-    return [pace_of(nbformat.read(course.source_notebook(name), as_version=4), name) for name in course.notebooks]
+    return [
+        pace_of(
+            nbformat.read(course.source_notebook(name), as_version=4),
+            name,
+            sum(not item.is_choice for item in course.items_in(name)),
+        )
+        for name in course.notebooks
+    ]
 
 
 def total_minutes(paces: list[Pace], core: bool = True) -> int:
