@@ -6,6 +6,7 @@ feed tables, figures and, later, the sliders.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -44,6 +45,17 @@ def linear_output_variance(d: int = 512, samples: int = 4096, seed: int = 0) -> 
 SMALL_GRADIENT = 1e-3  # below this a query's gradient counts as "almost none"
 
 
+@functools.lru_cache(maxsize=1)
+def _gradient_draw(d_k: int, n_keys: int, trials: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The queries, keys and read-out of `softmax_gradients`: drawn once for its unscaled and its
+    scaled call (at d_k = 1024 the draw is most of the time)."""
+    return (
+        unit_normal(trials, 1, d_k, seed=seed + 1),
+        unit_normal(trials, n_keys, d_k, seed=seed + 2),
+        unit_normal(trials, n_keys, seed=seed + 3),
+    )
+
+
 def softmax_gradients(d_k: int, scaled: bool, n_keys: int = 8, trials: int = 2000, seed: int = 0) -> dict:
     """What the softmax lets flow back, query by query, at one d_k (computed by autograd).
 
@@ -51,9 +63,8 @@ def softmax_gradients(d_k: int, scaled: bool, n_keys: int = 8, trials: int = 200
     loss is a random linear read-out of the weights. Returns the weights `(trials, n_keys)`, and per
     query the norm of the gradient with respect to its scores (`score_grad`) and with respect to
     the query vector itself (`query_grad`, over its d_k coordinates)."""
-    q = unit_normal(trials, 1, d_k, seed=seed + 1).requires_grad_(True)
-    k = unit_normal(trials, n_keys, d_k, seed=seed + 2)
-    readout = unit_normal(trials, n_keys, seed=seed + 3)
+    q, k, readout = _gradient_draw(d_k, n_keys, trials, seed)
+    q = q.clone().requires_grad_(True)
     scores = (q @ k.transpose(-2, -1)).squeeze(1)
     if scaled:
         scores = scores / math.sqrt(d_k)
@@ -115,6 +126,7 @@ def sharpness_table(d_ks, **kwargs) -> list[dict]:
                 **{f"{key}_scaled": scaled[key] for key in SHARPNESS_KEYS},
             }
         )
+    _gradient_draw.cache_clear()  # the largest draw is 64 MB: not kept once the table is made
     return rows
 
 
@@ -345,7 +357,7 @@ def _definitions_of(notebook: str, name: str):
     from .notebook_code import load_definitions
 
     try:
-        namespace, _errors = load_definitions(notebook)
+        namespace, _errors = load_definitions(notebook, names=(name,))
     except OSError:
         print(
             _("This cell uses your `{name}` from {notebook}, which was not found next to this notebook.").format(
