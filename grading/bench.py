@@ -43,7 +43,7 @@ from .manifest import REPO, load
 from .reference import reference
 
 
-def _course():
+def _manifest():
     """The manifest, read when a figure needs it (importing this module reads nothing)."""
     return load()
 
@@ -79,15 +79,15 @@ def run_notebook(path: Path, cwd: Path) -> tuple[float, int]:
 
 
 def bench_notebooks() -> dict:
-    source = _course().source_dir()
+    source = _manifest().source_dir()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "import_only.ipynb"
         nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(IMPORT_ONLY)]), base)
         baseline = min(run_notebook(base, source)[0] for _ in range(2))
     rows = {}
-    for edition in _course().editions:
-        for name in _course().notebooks:
-            path = _course().source_notebook(name, edition.name)
+    for edition in _manifest().editions:
+        for name in _manifest().notebooks:
+            path = _manifest().source_notebook(name, edition.name)
             runs = [run_notebook(path, path.parent) for _ in range(2)]  # as the baseline: the faster
             wall, peak = min(r[0] for r in runs), max(r[1] for r in runs)
             rows[f"{edition.name} {name}"] = {
@@ -103,7 +103,7 @@ def bench_mha() -> dict:
 
     torch.manual_seed(0)
     B, T, D, H = 8, 256, 512, 8
-    ours = reference(_course(), _course().item("MultiHeadAttention"))(D, H)
+    ours = reference(_manifest(), _manifest().item("MultiHeadAttention"))(D, H)
     theirs = torch.nn.MultiheadAttention(D, H, batch_first=True)
     x = torch.randn(B, T, D)
     timers = {
@@ -138,7 +138,7 @@ def bench_sliders() -> dict:
         return statistics.median(times) * 1000
 
     ref = {
-        name: reference(_course(), _course().item(name))
+        name: reference(_manifest(), _manifest().item(name))
         for name in ("raw_scores", "scaled_scores", "MultiHeadAttention")
     }
     dk = DkLab(raw_scores=ref["raw_scores"], scaled_scores=ref["scaled_scores"])
@@ -156,7 +156,7 @@ c.Execute.timeout = 120
 """
 
 
-def _course(dest: Path, plain: bool = False) -> Path:
+def _course_folder(dest: Path, plain: bool = False) -> Path:
     """A copy of the course; `plain`: with nbgrader's own configuration only (no plugins)."""
     dest.mkdir(parents=True)
     for name in ("nbgrader_config.py", "course.toml", "Makefile", "requirements.txt", "pyproject.toml"):
@@ -202,24 +202,24 @@ LOOP = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
 
 def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
     nbgrader = str(Path(sys.executable).with_name("nbgrader"))
-    graded = _course().graded_notebooks()
+    graded = _manifest().graded_notebooks()
     with tempfile.TemporaryDirectory() as tmp:
-        one = _course(Path(tmp) / "one")
-        write_submission(one, "student", submission(_course(), {}, graded), "attention")
-        plain_root = _course(Path(tmp) / "plain", plain=True)
+        one = _course_folder(Path(tmp) / "one")
+        write_submission(one, "student", submission(_manifest(), {}, graded), "attention")
+        plain_root = _course_folder(Path(tmp) / "plain", plain=True)
         shutil.copytree(one / "submitted", plain_root / "submitted")
         _timed([nbgrader, "generate_assignment", "attention", "--force"], plain_root)
         execute = _timed([nbgrader, "autograde", "attention", "--force"], plain_root)
         grade, _, _ = _grade(one, 1)
-        looping = _course(Path(tmp) / "loop")
-        write_submission(looping, "looping", submission(_course(), {"split_heads": LOOP}, graded), "attention")
+        looping = _course_folder(Path(tmp) / "loop")
+        write_submission(looping, "looping", submission(_manifest(), {"split_heads": LOOP}, graded), "attention")
         right, _, _ = _grade(looping.parent / "one", 1, f"--cell-timeout={loop_timeout}")
         stuck, _, _ = _grade(looping, 1, f"--cell-timeout={loop_timeout}")
-        klass = _course(Path(tmp) / "class")
+        klass = _course_folder(Path(tmp) / "class")
         for i in range(class_size):
-            edition = _course().editions[i % len(_course().editions)]
+            edition = _manifest().editions[i % len(_manifest().editions)]
             write_submission(
-                klass, f"student{i:02d}", submission(_course(), {}, graded, edition.name), edition.assignment
+                klass, f"student{i:02d}", submission(_manifest(), {}, graded, edition.name), edition.assignment
             )
         serial, serial_scores, serial_graded = _grade(klass, 1)
         parallel, parallel_scores, parallel_graded = _grade(klass, 2)
@@ -240,7 +240,7 @@ def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
 
 
 def budgets(r: dict) -> list[tuple[str, str, bool]]:
-    """(figure, value, budget held) for every budget of _course().md."""
+    """(figure, value, budget held) for every budget of docs/design.md."""
     nbs = r["notebooks"]["notebooks"]
     rows = [
         (f"{name}: wall time vs import-only", f"{v['ratio']}x (budget 2x)", v["ratio"] <= 2.0)

@@ -1,0 +1,55 @@
+"""`make bench` runs end to end: every figure's code path, with the slow measurements replaced.
+
+The figures themselves are measured by `make bench`, never asserted here (timed tests flake);
+this only proves that the benchmark can run and that its budget table reads what it writes.
+"""
+
+from __future__ import annotations
+
+import json
+
+from grading import bench
+
+
+def test_bench_without_grading_runs_and_writes_its_table(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(bench, "REPO", tmp_path)
+    monkeypatch.setattr(bench, "run_notebook", lambda path, cwd: (seen.append(path.name) or 1.0, 2**20))
+    monkeypatch.setattr(bench, "bench_mha", lambda: {"reference_ms": 1.0, "torch_ms": 1.0, "ratio": 1.0})
+    assert bench.main(["--no-grading"]) == 0
+    written = json.loads((tmp_path / "build" / "bench.json").read_text())
+    course = bench._manifest()
+    assert len(written["notebooks"]["notebooks"]) == len(course.notebooks) * len(course.editions)
+    assert seen.count("import_only.ipynb") == 2
+    assert {row["figure"] for row in written["budgets"]} >= {"reference MHA vs nn.MultiheadAttention"}
+    assert written["sliders"]["d_k_lab_ms"] > 0  # the labs were really built and moved
+
+
+def test_bench_grading_builds_its_classes(monkeypatch):
+    runs = []
+
+    def fake_grade(course, jobs, *args):
+        runs.append((course.name, jobs, args, sorted(p.name for p in (course / "submitted").iterdir())))
+        return 10.0, {("student00", "cell"): "1"}, len(runs[-1][3])
+
+    monkeypatch.setattr(bench, "_grade", fake_grade)
+    monkeypatch.setattr(bench, "_timed", lambda cmd, cwd: 8.0)
+    g = bench.bench_grading(class_size=3)
+    assert [(name, jobs) for name, jobs, _, _ in runs] == [
+        ("one", 1),
+        ("one", 1),
+        ("loop", 1),
+        ("class", 1),
+        ("class", 2),
+    ]
+    assert runs[-1][3] == ["student00", "student01", "student02"]
+    assert g["jobs_ratio"] == 1.0 and g["same_scores"]
+    table = bench.budgets(
+        {
+            "notebooks": {"notebooks": {}},
+            "mha": {"ratio": 1.0},
+            "sliders": {"d_k_lab_ms": 1, "num_heads_lab_ms": 1},
+            "grading": g,
+        }
+    )
+    assert any(figure.startswith("JOBS=2 vs JOBS=1") and not ok for figure, _, ok in table)
