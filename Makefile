@@ -23,6 +23,8 @@ STAMP  := $(VENV)/.installed
 # and the python3 kernel must be the venv's.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export VIRTUAL_ENV := $(abspath $(VENV))
+# This course's own helpers first (a copy of the course, as in the tests, builds and runs its own).
+export PYTHONPATH := $(abspath course_helpers)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 JOBS    ?=
 STUDENT ?=
@@ -42,15 +44,16 @@ START = $(if $(filter zh-CN,$(EDITION)),notebooks/attention_zh,notebooks/attenti
 .PHONY: lab test test-fast outputs release translations grade formgrader student-folder bench lint clean
 
 # The virtual environment is (re)installed whenever requirements.txt or pyproject.toml is newer
-# than the stamp: the pinned packages, then this project (the grading tools) in editable mode.
-$(STAMP): requirements.txt pyproject.toml
+# than the stamp: the pinned packages, then this project (the grading tools) and the notebooks'
+# helpers (course_helpers/), both in editable mode.
+$(STAMP): requirements.txt pyproject.toml course_helpers/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -r requirements.txt
-	$(PY) -m pip install --no-deps --no-build-isolation -e .
+	$(PY) -m pip install --no-deps --no-build-isolation -e . -e course_helpers
 	touch $@
 
 lab: $(STAMP)
-	JUPYTER_CONFIG_PATH=$(STUDENT_CONFIG) PYTHONPATH=$(abspath binder) $(VENV)/bin/jupyter lab $(START) $(LAB_ROOT) $(LAB_ARGS)
+	JUPYTER_CONFIG_PATH=$(STUDENT_CONFIG) PYTHONPATH=$(abspath binder):$(PYTHONPATH) $(VENV)/bin/jupyter lab $(START) $(LAB_ROOT) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -77,7 +80,7 @@ student-folder: $(STAMP)
 	$(PY) -m grading.student_folder build/student
 
 bench: $(STAMP)
-	$(PY) -m grading.bench $(BENCH_ARGS)
+	$(PY) -m tools.bench $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -1,6 +1,6 @@
 """Build what the released checks read from the manifest and the source solutions.
 
-    python -m grading.build          # rewrite helpers/course.json and helpers/check_cases.npz
+    python -m grading.build          # rewrite helpers/data/course.json and helpers/data/check_cases.npz
 
 `course.json` is the student view of the manifest (no solutions). `check_cases.npz` holds the
 visible cases of every exercise with their expected results (the reference solutions run in
@@ -96,9 +96,9 @@ def check_cases(course: Course) -> list[Case]:
 
 
 def build(course: Course | None = None) -> None:
-    """Write course.json and check_cases.npz into the English source's helpers."""
+    """Write course.json and check_cases.npz into the helpers' data folder."""
     course = course or load()
-    helpers = course.source_dir() / "helpers"
+    helpers = course.data_dir
     write_student_view(course, helpers / "course.json")
     from helpers import course as student_course
 

@@ -26,7 +26,6 @@ import ast
 import datetime
 import functools
 import io
-import shutil
 import sys
 import tokenize
 from pathlib import Path
@@ -97,7 +96,7 @@ def template(course: Course) -> Catalog:
     for notebook in course.notebooks:
         for context, source, kind in cell_units(course, notebook):
             catalog.add(source, context=context, auto_comments=[f"{kind} cell"])
-    folders = [course.source_dir() / "helpers", *(course.root / f for f in MESSAGE_SOURCES)]
+    folders = [course.helpers_dir, *(course.root / f for f in MESSAGE_SOURCES)]
     for folder in folders:
         for path in sorted(folder.glob("*.py")):
             for lineno, message, _comments, context in extract_from_file("python", str(path), keywords=KEYWORDS):
@@ -220,7 +219,7 @@ def compile_messages(course: Course, language: str, catalog: Catalog) -> Path:
         grader_only = (message.context or "").startswith(GRADER_ONLY)
         if message.id and message.string and not message.fuzzy and not is_cell and not grader_only:
             messages.add(message.id, message.string, context=message.context)
-    path = course.source_dir() / "helpers" / "locale" / language.replace("-", "_") / "LC_MESSAGES" / f"{DOMAIN}.mo"
+    path = course.data_dir / "locale" / language.replace("-", "_") / "LC_MESSAGES" / f"{DOMAIN}.mo"
     path.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     write_mo(buffer, messages, use_fuzzy=False)
@@ -230,7 +229,8 @@ def compile_messages(course: Course, language: str, catalog: Catalog) -> Path:
 
 def build_edition(course: Course, name: str) -> Path:
     """Write source/<assignment>/ of an edition: translated notebooks (outputs kept only where the
-    code is unchanged: `make outputs` re-runs them), the helpers, and the language marker."""
+    code is unchanged: `make outputs` re-runs them). The helpers are not copied: every
+    environment has them installed, and the folder's name tells them the language."""
     edition = course.edition(name)
     catalog = merged(course, edition.language)
     missing = problems(course, edition.language)
@@ -242,10 +242,6 @@ def build_edition(course: Course, name: str) -> Path:
     compile_messages(course, edition.language, catalog)
     dest = course.source_dir(name)
     dest.mkdir(parents=True, exist_ok=True)
-    helpers = dest / "helpers"
-    shutil.rmtree(helpers, ignore_errors=True)
-    shutil.copytree(course.source_dir() / "helpers", helpers, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (dest / "course-language.txt").write_text(edition.language + "\n", encoding="utf-8")
     for notebook in course.notebooks:
         translated = translate_notebook(course, notebook, catalog)
         path = dest / f"{notebook}.ipynb"

@@ -83,7 +83,8 @@ def nbgrader(
     env = dict(
         os.environ,
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        PYTHONPATH=str(course),
+        # this course's grading plugins and helpers (a copy of the course grades with its own)
+        PYTHONPATH=os.pathsep.join([str(course), str(course / "course_helpers")]),
         ATTENTION_GRADER_PROCESS="1",
     )
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:

@@ -3,7 +3,7 @@
 Everything that needs to know what is graded asks this module: the case file builder, the
 trusted grader, the mutation and attack suites, the release and the tests. `student_view()`
 is the part a student may see (no solution edits, no answers, no alternatives); `make outputs`
-writes it to `helpers/course.json` for the released checks.
+writes it to `helpers/data/course.json` for the released checks.
 """
 
 from __future__ import annotations
@@ -163,6 +163,16 @@ class Course:
     def release_dir(self, edition: str = "en") -> Path:
         return self.root / self.release / self.edition(edition).assignment
 
+    @property
+    def helpers_dir(self) -> Path:
+        """The one copy of the notebooks' helpers package (installed from course_helpers/)."""
+        return self.root / "course_helpers" / "helpers"
+
+    @property
+    def data_dir(self) -> Path:
+        """What the build writes for the helpers: course.json, the visible cases, the messages."""
+        return self.helpers_dir / "data"
+
     def source_notebook(self, notebook: str, edition: str = "en") -> Path:
         return self.source_dir(edition) / f"{notebook}.ipynb"
 
@@ -200,7 +210,12 @@ class Course:
                 entry["forbidden"] = list(self.forbidden) if item.forbid_builtins else []
                 entry["mistakes"] = {m.name: m.sentence for m in item.mistakes.values()}
             items.append(entry)
-        return {"items": items, "practice": [p.student_view() for p in self.practice]}
+        return {
+            "items": items,
+            "practice": [p.student_view() for p in self.practice],
+            # Which language a notebook speaks: its assignment folder's name decides.
+            "editions": {e.assignment: e.language for e in self.editions},
+        }
 
 
 def _item(table: dict) -> Item:

@@ -79,9 +79,7 @@ class _Run:
         key = (student, assignment)
         if key not in self.workspaces:
             workspace = Workspace(student, assignment)
-            workspace.fill(
-                self.submitted(student, assignment), self.root / self.coursedir.source_directory / assignment
-            )
+            workspace.fill(self.submitted(student, assignment))
             self.workspaces[key] = workspace
         return self.workspaces[key]
 

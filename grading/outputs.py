@@ -1,6 +1,6 @@
 """Regenerate everything that is built from the sources: `make outputs`.
 
-1. `helpers/course.json` and `helpers/check_cases.npz` from the manifest and the solutions, and
+1. `helpers/data/course.json` and `helpers/data/check_cases.npz` from the manifest and the solutions, and
    the question cells of the source notebooks (`grading.question_cells`);
 2. the stored outputs of every source notebook (executed top to bottom, in its own folder);
 3. each other edition's source notebooks from the English ones and the translation catalogue,

@@ -3,9 +3,10 @@
     python -m grading.student_folder build/student
 
 Writes a folder ready to push as the students' repository (or to serve through nbgitpuller or
-Binder): the released notebooks of every edition with their helpers (the visible checks' cases
-only), `binder/` (the students' packages), a student README in each language, a Makefile with
-`make lab`, the students' requirements and the license. No source notebook, no solution, no
+Binder): the released notebooks of every edition, the helpers package they import
+(`course_helpers/`, with the visible checks' cases only), `binder/` (the students' packages), a
+student README in each language, a Makefile with `make lab`, the students' requirements (which
+install `course_helpers/`) and the license. No source notebook, no solution, no
 hidden test, no grading code, no expected result of a hidden case. `scan()` proves it.
 """
 
@@ -63,6 +64,12 @@ def write(course: Course, dest: Path) -> Path:
             dest / course.release / edition.assignment,
             ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.pyc"),
         )
+    # The helpers package, which the students' requirements install (./course_helpers).
+    shutil.copytree(
+        course.root / "course_helpers",
+        dest / "course_helpers",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build"),
+    )
     shutil.copytree(course.root / "binder", dest / "binder", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(course.root / "binder" / "requirements.txt", dest / "requirements.txt")
     shutil.copy(course.root / "LICENSE", dest / "LICENSE")
@@ -95,8 +102,8 @@ def scan(course: Course, folder: Path) -> list[str]:
             if path.name in ("grading", "source", "tests"):
                 problems.append(f"{rel}/: not for students")
             continue
-        if path.name in ("course.toml", "nbgrader_config.py", "gradebook.db", "pyproject.toml"):
-            problems.append(f"{rel}: not for students")
+        if path.name in ("course.toml", "nbgrader_config.py", "gradebook.db") or rel == "pyproject.toml":
+            problems.append(f"{rel}: not for students")  # (course_helpers/pyproject.toml is the helpers')
         if path.suffix == ".npz":
             if any(case.hidden for case in load_cases(path)):
                 problems.append(f"{rel}: holds hidden cases")

@@ -68,6 +68,13 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "student"
 
 
+def installed_helpers() -> Path:
+    """The folder of the helpers package this Python imports (its one installed copy)."""
+    import helpers
+
+    return Path(helpers.__file__).parent
+
+
 class Workspace:
     """One student's private folder for one assignment."""
 
@@ -100,9 +107,10 @@ class Workspace:
         for path in glob.glob(os.path.join(cache, "fontlist-*.json")):
             shutil.copy(path, self._homes()["MPLCONFIGDIR"])
 
-    def fill(self, notebooks: Path, source: Path) -> None:
-        """Copy the student's notebooks (from `notebooks`) and the released helpers (from the
-        course's `source` folder of this assignment) into the workspace."""
+    def fill(self, notebooks: Path) -> None:
+        """Copy the student's notebooks (from `notebooks`) into the workspace, and the helpers
+        package into it and into the inbox: the very files the grader imports (`installed_helpers`),
+        so the kernel, the sandbox and the judge run one copy."""
         for path in Path(notebooks).glob("*.ipynb"):
             try:  # never through a link, never a special file (grading.intake)
                 (self.folder / path.name).write_bytes(read_bytes(path))
@@ -111,10 +119,7 @@ class Workspace:
         for folder in (self.folder, self.inbox):
             helpers = folder / "helpers"
             shutil.rmtree(helpers, ignore_errors=True)
-            shutil.copytree(Path(source) / "helpers", helpers, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-            language = Path(source) / "course-language.txt"
-            if language.exists():
-                shutil.copy(language, folder / language.name)
+            shutil.copytree(installed_helpers(), helpers, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         self.hand_over()
 
     def hand_over(self) -> None:

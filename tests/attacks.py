@@ -24,8 +24,8 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from grading.classroom import submission, wrong_answer
 from grading.manifest import Course
+from tools.classroom import submission, wrong_answer
 
 # Tricks played in the kernel, put in front of a wrong answer.
 PREAMBLES = {

@@ -27,6 +27,7 @@ COURSE_PIECES = (
     "course.toml",
     "source",
     "notebooks",
+    "course_helpers",
     "i18n",
     "Makefile",
     "requirements.txt",
@@ -36,7 +37,7 @@ COURSE_PIECES = (
     "README.md",
     "README.zh-CN.md",
 )
-COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.db", "*.pyc")
+COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.db", "*.pyc", "*.egg-info")
 
 DEFAULT_TIMEOUT = 600
 

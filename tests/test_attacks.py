@@ -26,8 +26,8 @@ import pytest
 from conftest import GRADING_SEED, REPO, copy_course, describe, run
 
 from grading import confine
-from grading.classroom import submission, write_submission
 from grading.manifest import load
+from tools.classroom import submission, write_submission
 
 pytestmark = pytest.mark.slow
 GRADING_OUTPUTS = ("autograded", "feedback", "build", "gradebook.db", "grades.csv", "grades_by_cell.csv")

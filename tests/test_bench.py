@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from grading import bench
+from tools import bench
 
 
 def test_bench_without_grading_runs_and_writes_its_table(tmp_path, monkeypatch):

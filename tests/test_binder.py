@@ -23,7 +23,7 @@ def pins(path: Path) -> dict[str, str]:
     found = {}
     for line in path.read_text().splitlines():
         line = line.split("#")[0].strip()
-        if line and not line.startswith("-"):
+        if line and not line.startswith(("-", "./")):  # ./course_helpers: the course's own package
             name, _, version = line.partition("==")
             assert version, f"{path.name}: {line!r} is not pinned with =="
             found[name.lower().replace("_", "-")] = version
@@ -71,6 +71,12 @@ def test_binder_installs_the_students_group_only_with_the_cpu_build_of_torch():
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in text
 
 
+def test_binder_installs_the_helpers_package_from_this_repository():
+    lines = [line.strip() for line in (REPO / "binder" / "requirements.txt").read_text().splitlines()]
+    assert "./course_helpers" in lines
+    assert (REPO / "course_helpers" / "pyproject.toml").exists()
+
+
 def test_binder_pins_python_3_11_the_cjk_fonts_and_a_start_script_not_a_build_step():
     assert (REPO / "binder" / "runtime.txt").read_text().strip() == "python-3.11"
     assert not (REPO / "binder" / "postBuild").exists()
@@ -108,6 +114,7 @@ def test_binders_environment_built_from_binder_alone_runs_every_released_noteboo
         text=True,
         env=env,
         timeout=1200,
+        cwd=REPO,  # where repo2docker runs it: ./course_helpers is the repository's
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     course = load()

@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 from conftest import grade_class
 
-from grading.classroom import submission, write_submission, wrong_answer
 from grading.grade import student_bound
 from grading.manifest import load
+from tools.classroom import submission, write_submission, wrong_answer
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "03_split_heads"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import string
+import subprocess
+import sys
 import warnings
 
 import nbformat
@@ -53,8 +55,9 @@ def test_changing_one_english_sentence_makes_its_translation_stale(tmp_path):
 
 @pytest.mark.parametrize("edition", OTHERS, ids=lambda e: e.name)
 def test_the_edition_is_generated_from_the_catalogue(edition):
-    """The committed source of the edition is what the catalogue makes of the English (cells,
-    helpers, language marker); only stored outputs come from running it."""
+    """The committed source of the edition is what the catalogue makes of the English (its
+    cells; it has no copy of the helpers, and its folder's name gives its language); only stored
+    outputs come from running it."""
     catalog = merged(COURSE, edition.language)
     for notebook in COURSE.notebooks:
         want = translate_notebook(COURSE, notebook, catalog)
@@ -62,21 +65,21 @@ def test_the_edition_is_generated_from_the_catalogue(edition):
         assert [(c.cell_type, c.source) for c in have.cells] == [(c.cell_type, c.source) for c in want.cells], (
             f"{notebook}: source/{edition.assignment} differs from the catalogue; run make outputs"
         )
-    english, helpers = COURSE.source_dir() / "helpers", COURSE.source_dir(edition.name) / "helpers"
-    for path in english.rglob("*"):
-        if path.is_file() and "__pycache__" not in path.parts:
-            copy = helpers / path.relative_to(english)
-            assert copy.exists() and copy.read_bytes() == path.read_bytes(), f"{copy} is not the English helper"
-    marker = COURSE.source_dir(edition.name) / "course-language.txt"
-    assert marker.read_text().strip() == edition.language
+    for folder in (COURSE.source_dir(edition.name), COURSE.release_dir(edition.name)):
+        assert not (folder / "helpers").exists(), f"{folder}: a copy of the helpers (they are installed)"
+    from helpers.i18n import edition_language
+
+    assert edition_language(COURSE.source_dir(edition.name)) == edition.language
+    assert edition_language(COURSE.release_dir(edition.name)) == edition.language
+    assert edition_language(COURSE.release_dir()) == "en"
 
 
 @pytest.mark.parametrize("edition", OTHERS, ids=lambda e: e.name)
 def test_the_compiled_messages_are_those_of_the_catalogue(edition, tmp_path, monkeypatch):
-    mo = COURSE.source_dir() / "helpers" / "locale" / edition.language.replace("-", "_") / "LC_MESSAGES" / "course.mo"
+    mo = COURSE.data_dir / "locale" / edition.language.replace("-", "_") / "LC_MESSAGES" / "course.mo"
     before = mo.read_bytes()
     compile_messages(COURSE, edition.language, merged(COURSE, edition.language))
-    assert mo.read_bytes() == before, "helpers/locale is out of date: run make outputs"
+    assert mo.read_bytes() == before, "helpers/data/locale is out of date: run make outputs"
 
 
 def _fields(text: str) -> list[str]:
@@ -163,3 +166,21 @@ def test_plots_draw_chinese_without_missing_glyphs(tmp_path):
     finally:
         plt.close("all")
         matplotlib.rcParams.update(matplotlib.rcParamsDefault)
+
+
+def test_importing_the_helpers_leaves_matplotlib_alone_until_a_figure_is_drawn():
+    """In a Chinese folder, importing the plotting helpers changes no matplotlib setting (and scans
+    no font); the first figure sets the CJK font."""
+    code = (
+        "import matplotlib; matplotlib.use('Agg'); from matplotlib import rcParams\n"
+        "before = dict(rcParams)\n"
+        "from helpers import plots, dk_lab, heads_lab, schematic\n"
+        "assert dict(rcParams) == before, 'an import changed matplotlib settings'\n"
+        "import torch; plots.attention_heatmap(torch.eye(2), ['a', 'b'], ['a', 'b'])\n"
+        "print(rcParams['font.sans-serif'][0])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=COURSE.source_dir("zh-CN"), capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "CJK" in proc.stdout or "Hei" in proc.stdout or "Han" in proc.stdout, proc.stdout

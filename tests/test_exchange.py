@@ -27,8 +27,8 @@ import pytest
 from conftest import REPO, copy_course, describe, run
 
 from grading import confine
-from grading.classroom import wrong_answer
 from grading.manifest import load
+from tools.classroom import wrong_answer
 
 pytestmark = pytest.mark.slow
 STUDENTS = ("atnalice", "atnbob")

@@ -21,8 +21,8 @@ import attacks
 import pytest
 from conftest import grade_class
 
-from grading.classroom import submission, write_submission, wrong_answer
 from grading.manifest import load
+from tools.classroom import submission, write_submission, wrong_answer
 
 pytestmark = pytest.mark.slow
 COURSE = load()

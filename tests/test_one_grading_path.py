@@ -29,8 +29,8 @@ import pytest
 from browser import TOKEN, jupyterlab
 from conftest import REPO, copy_course, describe, run
 
-from grading.classroom import submission, write_submission
 from grading.manifest import load
+from tools.classroom import submission, write_submission
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "03_split_heads"

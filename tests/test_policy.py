@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from grading.classroom import answer_cells, submission
 from grading.manifest import load
 from grading.reference import answer_source, define
 from grading.trusted import statements_of
 from helpers import course as student_course
 from helpers.checks import forbidden_message
 from helpers.policy import check_exercise, needed_statements, refusal, violations
+from tools.classroom import answer_cells, submission
 
 COURSE = load()
 FORBIDDING = [i for i in COURSE.exercises() if i.forbid_builtins]

@@ -106,17 +106,18 @@ def _explanations(language: str) -> list[str]:
 
 @pytest.mark.parametrize("edition", COURSE.editions, ids=lambda e: e.name)
 def test_no_released_file_holds_a_graded_explanation_or_answer(edition):
-    """Scan every file of the release (notebooks, helpers, compiled messages) for what would tell
-    the right option: any explanation of a graded question, or its answer as data."""
+    """Scan every file a student gets (the release's notebooks, the helpers package with its data
+    and compiled messages) for what would tell the right option: any explanation of a graded
+    question, or its answer as data."""
     release = COURSE.release_dir(edition.name)
     needles = [re.sub(r"\s+", " ", w)[:40] for w in _explanations(edition.language) + _explanations("en")]
-    for path in release.rglob("*"):
-        if not path.is_file():
+    for path in [*release.rglob("*"), *COURSE.helpers_dir.rglob("*")]:
+        if not path.is_file() or "__pycache__" in path.parts:
             continue
         text = re.sub(r"\s+", " ", path.read_bytes().decode("utf-8", "replace"))
         for needle in needles:
-            assert needle not in text, f"{path.relative_to(release)} holds {needle!r}"
-    view = json.loads((release / "helpers" / "course.json").read_text(encoding="utf-8"))
+            assert needle not in text, f"{path} holds {needle!r}"
+    view = json.loads((COURSE.data_dir / "course.json").read_text(encoding="utf-8"))
     for entry in view["items"]:
         assert not {"answer", "digest", "why_not", "explain"} & set(entry), entry["name"]
 

@@ -11,8 +11,8 @@ import nbformat
 import pytest
 from conftest import REPO, copy_course, describe, run
 
-from grading.classroom import submission, write_submission, wrong_answer
 from grading.manifest import load
+from tools.classroom import submission, write_submission, wrong_answer
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "01_scaling_problem"
@@ -74,9 +74,7 @@ def test_the_new_exercise_is_released_as_a_stub_with_its_visible_cases(course):
     assert "raise NotImplementedError()" in answer.source and "2 * q @" not in answer.source
     from helpers.casefile import load_cases
 
-    cases = [
-        c for c in load_cases(course.release_dir() / "helpers" / "check_cases.npz") if c.exercise == "double_scores"
-    ]
+    cases = [c for c in load_cases(course.data_dir / "check_cases.npz") if c.exercise == "double_scores"]
     assert len(cases) == 2 and all(c.expected for c in cases)
 
 

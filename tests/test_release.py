@@ -59,7 +59,7 @@ def test_release_has_no_solutions_hidden_tests_or_hidden_cases(generated, editio
         text = nb.read_text(encoding="utf-8")
         for marker in ("### BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "hidden=True"):
             assert marker not in text, f"{nb.name}: contains {marker!r}"
-    assert not any(case.hidden for case in load_cases(release / "helpers" / "check_cases.npz"))
+    assert not any(case.hidden for case in load_cases(generated.data_dir / "check_cases.npz"))
 
 
 @pytest.mark.parametrize("edition", EDITIONS)

@@ -26,7 +26,8 @@ def test_it_holds_what_students_need(folder):
     for edition in COURSE.editions:
         release = folder / "notebooks" / edition.assignment
         assert sorted(p.stem for p in release.glob("*.ipynb")) == sorted(COURSE.notebooks)
-        assert (release / "helpers" / "checks.py").exists() and (release / "helpers" / "check_cases.npz").exists()
+    helpers = folder / "course_helpers" / "helpers"
+    assert (helpers / "checks.py").exists() and (helpers / "data" / "check_cases.npz").exists()
     for name in (
         "README.md",
         "README.zh-CN.md",
@@ -63,7 +64,7 @@ def test_the_scan_finds_every_kind_of_leak(folder, tmp_path, leak):
         from helpers.casefile import save_cases
 
         save_cases(
-            [c for c in all_cases(COURSE) if c.hidden][:2], copy / "notebooks" / "attention" / "helpers" / "x.npz"
+            [c for c in all_cases(COURSE) if c.hidden][:2], copy / "course_helpers" / "helpers" / "data" / "x.npz"
         )
     else:
         item = COURSE.questions()[0]

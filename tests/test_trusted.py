@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from grading import workspace as workspaces
-from grading.classroom import right_answer, submission, write_submission
 from grading.manifest import load
 from grading.settings import Grading
 from grading.trusted import grade_student
+from tools.classroom import right_answer, submission, write_submission
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = ["02_scaled_dot_product_attention", "03_split_heads"]
@@ -36,7 +36,7 @@ def grade(course, student: str, answer: str, seconds: float = 30.0, tamper=None,
     settings = Grading(seconds=seconds, layers=["auto"])
     layers, _ = workspaces.choose_layers(settings)
     workspace = workspaces.Workspace(student, assignment)
-    workspace.fill(folder, course.source_dir())
+    workspace.fill(folder)
     if tamper:
         tamper(workspace)
     try:

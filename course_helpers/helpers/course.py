@@ -1,0 +1,69 @@
+"""What the checks know about the graded items, read from `course.json`.
+
+`course.json` is written from the course manifest by `make outputs`: every exercise's call
+(arguments, outputs), the built-ins it may not use and the sentences that name its known
+mistakes, every graded question with its text and options only, and every practice question (no
+points) with its answer and the reason for each option. It holds no solution.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+COURSE_FILE = Path(__file__).parent / "data" / "course.json"
+_installed: dict | None = None
+
+
+def install(view: dict | None) -> None:
+    """Use `view` (a manifest's student view) instead of course.json; None goes back to the file.
+    The grader installs the view of the course it grades."""
+    global _installed
+    _installed = view
+
+
+@functools.cache
+def _read(path: str) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _view(path: Path = COURSE_FILE) -> dict:
+    return _installed if _installed is not None else _read(str(path))
+
+
+def items(path: Path = COURSE_FILE) -> dict[str, dict]:
+    """Every graded item by name."""
+    return {item["name"]: item for item in _view(path)["items"]}
+
+
+def item(name: str) -> dict:
+    """One graded item; a ValueError listing the names when there is none."""
+    known = items()
+    if name not in known:
+        raise ValueError(f"No exercise or question is called {name!r}; choose one of {sorted(known)}.")
+    return known[name]
+
+
+def practice(name: str) -> dict:
+    """One practice question; a ValueError listing the names when there is none."""
+    known = {p["name"]: p for p in _view().get("practice", [])}
+    if name not in known:
+        raise ValueError(f"No practice question is called {name!r}; choose one of {sorted(known)}.")
+    return known[name]
+
+
+def exercises() -> dict[str, dict]:
+    return {name: i for name, i in items().items() if i["kind"] != "choice"}
+
+
+def is_class(name: str) -> bool:
+    return item(name)["kind"] == "class"
+
+
+def editions() -> dict[str, str]:
+    """Each edition's assignment folder and its language, as course.toml declares them."""
+    try:
+        return dict(_view().get("editions", {}))
+    except OSError:  # no course.json yet (a fresh build): every folder speaks English
+        return {}

@@ -1,1 +1,0 @@
-"""Helper code of the attention course: checks, demos and plots used by the notebooks."""
