@@ -37,9 +37,6 @@ GRADE_ARGS  ?=
 BENCH_ARGS  ?=
 # JupyterLab refuses to start as root (containers, CI) unless told --allow-root.
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
-# A student's JupyterLab: no instructor panels, no news pop-up (binder/jupyter/ holds the settings).
-STUDENT_CONFIG = $(abspath binder/jupyter)$(if $(filter zh-CN,$(EDITION)),:$(abspath binder/jupyter-zh-CN))
-START = $(if $(filter zh-CN,$(EDITION)),notebooks/attention_zh,notebooks/attention)/00_start_here.ipynb
 
 .PHONY: lab test test-fast outputs release translations grade formgrader student-folder bench lint clean
 
@@ -52,8 +49,10 @@ $(STAMP): requirements.txt pyproject.toml course_helpers/pyproject.toml
 	$(PY) -m pip install --no-deps --no-build-isolation -e . -e course_helpers
 	touch $@
 
+# A student's JupyterLab on the edition's start page, in its language (python -m helpers.lab: the
+# editions of course.toml; binder/jupyter/ keeps out the instructor panels and the news pop-up).
 lab: $(STAMP)
-	JUPYTER_CONFIG_PATH=$(STUDENT_CONFIG) PYTHONPATH=$(abspath binder):$(PYTHONPATH) $(VENV)/bin/jupyter lab $(START) $(LAB_ROOT) $(LAB_ARGS)
+	$(PY) -m helpers.lab $(EDITION) $(LAB_ROOT) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -1,8 +1,10 @@
-"""Links that open the course in a language: /course/en and /course/zh-CN (a Jupyter server extension).
+"""Links that open the course in a language: /course/<edition>, e.g. /course/zh-CN (a Jupyter server
+extension).
 
 A Binder badge can only name a URL path, and JupyterLab has no URL option for its language. Opening
-/course/zh-CN sets the student's JupyterLab language setting to Chinese (its zh-CN language pack)
-and opens the Chinese edition's start page; /course/en does the same in English.
+/course/zh-CN sets the student's JupyterLab language setting to the edition's locale (its language
+pack) and opens the edition's start page; /course/en does the same in English. The editions are
+course.toml's, as the installed helpers know them (`helpers.course.editions`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,6 @@ from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
-EDITIONS = {
-    "en": ("en", "notebooks/attention/00_start_here.ipynb"),
-    "zh-CN": ("zh_CN", "notebooks/attention_zh/00_start_here.ipynb"),
-}
 SETTING = Path("@jupyterlab", "translation-extension", "plugin.jupyterlab-settings")
 
 
@@ -29,10 +27,14 @@ def settings_dir() -> Path:
 
 class CourseLink(JupyterHandler):
     @web.authenticated
-    def get(self, edition: str):
-        if edition not in EDITIONS:
-            raise web.HTTPError(404)
-        locale, start = EDITIONS[edition]
+    def get(self, name: str):
+        from helpers.course import edition
+
+        try:
+            chosen = edition(name)
+        except ValueError:
+            raise web.HTTPError(404) from None
+        locale, start = chosen["lab_locale"], chosen["start"]
         path = settings_dir() / SETTING
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"locale": locale}))
@@ -44,5 +46,5 @@ def _jupyter_server_extension_points():
 
 
 def _load_jupyter_server_extension(serverapp):
-    pattern = url_path_join(serverapp.web_app.settings["base_url"], r"/course/(en|zh-CN)")
+    pattern = url_path_join(serverapp.web_app.settings["base_url"], r"/course/([^/]+)")
     serverapp.web_app.add_handlers(".*$", [(pattern, CourseLink)])

@@ -22,6 +22,7 @@ from nbgrader.plugins import ExportPlugin
 from traitlets import Unicode
 
 from . import gradebook as records
+from .coursedir import paths
 from .manifest import Course, load
 
 NOTEBOOK_COLUMNS = [
@@ -73,7 +74,7 @@ class NotebookGrades(_CourseExport):
 
     def export(self, gradebook: Gradebook) -> None:
         course, run = self.course(), self.run()
-        db = Path(self.parent.coursedir.root) / "gradebook.db"
+        db = paths(Path(self.parent.coursedir.root)).gradebook
         with open(self.destination(), "w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(NOTEBOOK_COLUMNS)

@@ -16,13 +16,14 @@ adds only the parallelism and the report:
    and copies `autograded/<student>/` and the feedback home; the slot takes the next student;
 4. `grades.csv` and `grades_by_cell.csv` are written from the course gradebook, with the seed.
 Settings come from the `Grading` section of nbgrader_config.py (`grading.settings`), overridden
-by the command line. A student who could not be graded fully (confinement, a grader fault, a
-bound reached) is named and makes the exit status non-zero; everyone else is still graded.
+by the command line, whose options are those settings (`GradeApp`: `--jobs 2`, `--cell-timeout 30`,
+`--layers bwrap,landlock`; `--help` lists them). A student who could not be graded fully
+(confinement, a grader fault, a bound reached) is named and makes the exit status non-zero;
+everyone else is still graded.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import queue
@@ -37,9 +38,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from traitlets import List, Unicode
+from traitlets.config import Application
+
 from . import confine, workspace
 from . import gradebook as records
 from . import settings as grading_settings
+from .coursedir import CoursePaths, paths
 from .feedback_pages import localize
 from .intake import Unreadable, copy_file, link_below
 from .limits import kill_tree
@@ -143,7 +148,7 @@ def copy_submission(course: Course, sub: Submission, dest: Path) -> None:
     submitted/<student>/<assignment>): regular files only, read without following a link and
     never waiting on a special file; nbgrader's exporter (grading.intake) judges each notebook.
     The submission itself is never touched."""
-    source = course.root / "submitted" / sub.student / sub.assignment
+    source = paths(course.root).of("submitted", sub.student, sub.assignment)
     dest.mkdir(parents=True, exist_ok=True)
     for path in sorted(source.iterdir()):
         mode = path.lstat().st_mode
@@ -166,7 +171,7 @@ def ensure_assignment(course: Course, assignment: str) -> None:
     it); if not, nbgrader generates the assignment into a throw-away release folder."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    db = course.root / "gradebook.db"
+    db = paths(course.root).gradebook
     if db.exists():
         with Gradebook(f"sqlite:///{db}") as gb:
             try:
@@ -197,19 +202,20 @@ class Slot:
         shutil.copy(course.root / "nbgrader_config.py", folder / "nbgrader_config.py")
         for name in (course.source, course.release):
             (folder / name).symlink_to(course.root / name, target_is_directory=True)
+        self.paths = CoursePaths(folder)
         with lock:
-            shutil.copy(course.root / "gradebook.db", folder / "gradebook.db")
+            shutil.copy(paths(course.root).gradebook, self.paths.gradebook)
         settings = overrides["Grading"]
         self.bound = student_bound(settings["student_seconds"], settings["seconds"])
         self.memory = NBGRADER_OWN_MEMORY
 
     def grade(self, sub: Submission) -> None:
-        for name in ("submitted", "autograded", "feedback"):
-            shutil.rmtree(self.folder / name / sub.student, ignore_errors=True)
+        for step in ("submitted", "autograded", "feedback"):
+            shutil.rmtree(self.paths.top(step) / sub.student, ignore_errors=True)
         for path in (self.folder / FAULTS, self.folder / PROBLEMS):
             path.unlink(missing_ok=True)
         if not sub.refused:
-            copy_submission(self.course, sub, self.folder / "submitted" / sub.student / sub.assignment)
+            copy_submission(self.course, sub, self.paths.of("submitted", sub.student, sub.assignment))
             proc = nbgrader(
                 ["grade-group", sub.assignment, sub.student, "--", json.dumps(self.overrides)],
                 self.folder,
@@ -244,11 +250,11 @@ class Slot:
 
 def unfinished(course: Course, folder: Path, sub: Submission) -> list[str]:
     """Submitted graded notebooks whose autograded copy lacks the trusted grading summary."""
-    left = []
+    left, where = [], paths(folder)
     for notebook in course.graded_notebooks():
-        if not os.path.lexists(folder / "submitted" / sub.student / sub.assignment / f"{notebook}.ipynb"):
+        if not os.path.lexists(where.of("submitted", sub.student, sub.assignment) / f"{notebook}.ipynb"):
             continue
-        graded = folder / "autograded" / sub.student / sub.assignment / f"{notebook}.ipynb"
+        graded = where.of("autograded", sub.student, sub.assignment) / f"{notebook}.ipynb"
         if not graded.exists() or '"grading_summary": true' not in graded.read_text(encoding="utf-8"):
             left.append(notebook)
     return left
@@ -265,23 +271,21 @@ def merge(course: Course, sub: Submission, folder: Path) -> None:
     the reason. A student whose confinement failed is not graded at all."""
     if any(f.startswith("confinement") for f in sub.faults):
         return
-    autograded = folder / "autograded" / sub.student / sub.assignment
+    slot, home = paths(folder), paths(course.root)
+    autograded = slot.of("autograded", sub.student, sub.assignment)
     left = unfinished(course, folder, sub) if not sub.refused else course.graded_notebooks()
     if autograded.exists() and not sub.refused:
-        records.merge_student(folder / "gradebook.db", course.root / "gradebook.db", sub.assignment, sub.student)
-        for name in ("autograded", "feedback"):
-            source, dest = (
-                folder / name / sub.student / sub.assignment,
-                course.root / name / sub.student / sub.assignment,
-            )
+        records.merge_student(slot.gradebook, home.gradebook, sub.assignment, sub.student)
+        for step in ("autograded", "feedback"):
+            source, dest = slot.of(step, sub.student, sub.assignment), home.of(step, sub.student, sub.assignment)
             shutil.rmtree(dest, ignore_errors=True)
             if source.exists():
                 shutil.copytree(source, dest)
-        for page in (course.root / "feedback" / sub.student / sub.assignment).glob("*.html"):
+        for page in home.of("feedback", sub.student, sub.assignment).glob("*.html"):
             localize(page, course.edition(sub.assignment).language)
     if left:
         reason = sub.refused or "; ".join(sub.faults) or "it could not be graded"
-        records.zero_notebooks(course, course.root / "gradebook.db", sub.assignment, sub.student, left, reason)
+        records.zero_notebooks(course, home.gradebook, sub.assignment, sub.student, left, reason)
     sub.graded = True
 
 
@@ -327,7 +331,7 @@ def find_submissions(course: Course, only: list[str]) -> list[Submission]:
     """Every submission folder of an edition's assignment; a student folder or submission that is
     a link (or not a folder) is refused as a whole, never followed."""
     found = []
-    top = course.root / "submitted"
+    top = paths(course.root).top("submitted")
     for edition in course.editions:
         for folder in sorted(top.glob(f"*/{edition.assignment}")):
             student = folder.parent.name
@@ -355,38 +359,45 @@ def share_cores(jobs: int) -> None:
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = threads
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--course", type=Path, default=Path.cwd(), help="the course root (default: here)")
-    parser.add_argument("--student", action="append", default=[], help="grade only this student (repeatable)")
-    parser.add_argument("--jobs", type=int, help="students graded at a time")
-    parser.add_argument("--seed", type=int, help="seed of the trusted cases (default: the config's, else random)")
-    parser.add_argument("--memory-gib", type=float, dest="memory_gib")
-    parser.add_argument("--seconds", type=float, help="time limit of one exercise's trusted run")
-    parser.add_argument("--cell-timeout", type=int, dest="cell_timeout")
-    parser.add_argument(
-        "--student-seconds", type=float, dest="student_seconds", help="bound on one student's whole grading"
-    )
-    parser.add_argument("--layers", help='confinement layers, comma-separated ("auto", bwrap, landlock, user)')
-    parser.add_argument(
-        "--unconfined",
-        action="store_true",
-        default=None,
-        help="grade even when no confinement layer works (never the default)",
-    )
-    args = parser.parse_args(argv)
-    fast_start()
-    root = args.course.resolve()
-    course = load(root)
-    settings = grading_settings.load(
-        root,
-        {
-            k: getattr(args, k)
-            for k in ("jobs", "seed", "memory_gib", "seconds", "cell_timeout", "student_seconds", "unconfined")
+DESCRIPTION = __doc__.splitlines()[0]
+
+
+class GradeApp(Application):
+    """`make grade`: its command line is the Grading settings themselves (one declaration)."""
+
+    name = "make grade"
+    description = DESCRIPTION
+    course = Unicode(".", help="The course root (default: here).").tag(config=True)
+    student = List(Unicode(), help="Grade only these students (repeatable: --student a --student b).").tag(config=True)
+    # Every setting of `c.Grading` in nbgrader_config.py is also an option: --jobs 2, --cell-timeout 30, ...
+    aliases = {
+        "course": "GradeApp.course",
+        "student": "GradeApp.student",
+        **{
+            name.replace("_", "-"): f"Grading.{name}"
+            for name in grading_settings.Grading.class_trait_names(config=True)
         },
-    )
-    if args.layers:
-        settings.layers = [x.strip() for x in args.layers.split(",") if x.strip()]
+    }
+    flags = {
+        "unconfined": (
+            {"Grading": {"unconfined": True}},
+            "grade even when no confinement layer works (never the default)",
+        )
+    }
+    classes = [grading_settings.Grading]
+
+    def settings(self) -> grading_settings.Grading:
+        """The course's nbgrader_config.py, with this command line on top."""
+        return grading_settings.load(Path(self.course), command_line=self.cli_config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    app = GradeApp()
+    app.parse_command_line(argv)
+    fast_start()
+    root = Path(app.course).resolve()
+    course = load(root)
+    settings = app.settings()
     try:
         layers, probe = choose_layers(settings)
     except RuntimeError as exc:
@@ -408,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         print("WARNING: grading UNCONFINED: student code runs with your rights (--unconfined).")
-    subs = find_submissions(course, args.student)
+    subs = find_submissions(course, app.student)
     if not subs:
         print(f"No submissions found in {root / 'submitted'}/<student>/<assignment>/.")
         return 1

@@ -108,12 +108,25 @@ class Practice:
 
 @dataclass(frozen=True)
 class Edition:
-    """A language edition: its nbgrader assignment, its language and the stub of its exercises."""
+    """A language edition: its nbgrader assignment, its language, JupyterLab's locale for it, the
+    font families its figures need (besides matplotlib's own) and the stub of its exercises."""
 
     name: str
     assignment: str
     language: str
     code_stub: str = "# YOUR CODE HERE\nraise NotImplementedError()"
+    lab_locale: str = "en"
+    fonts: tuple[str, ...] = ()
+
+    def student_view(self, course: Course) -> dict:
+        """What the helpers, the lab launcher and the course links know of the edition."""
+        return {
+            "name": self.name,
+            "language": self.language,
+            "lab_locale": self.lab_locale,
+            "fonts": list(self.fonts),
+            "start": f"{course.release}/{self.assignment}/{course.notebooks[0]}.ipynb",
+        }
 
 
 @dataclass(frozen=True)
@@ -213,8 +226,8 @@ class Course:
         return {
             "items": items,
             "practice": [p.student_view() for p in self.practice],
-            # Which language a notebook speaks: its assignment folder's name decides.
-            "editions": {e.assignment: e.language for e in self.editions},
+            # Which edition a notebook belongs to (so its language): its assignment folder's name.
+            "editions": {e.assignment: e.student_view(self) for e in self.editions},
         }
 
 
@@ -267,7 +280,14 @@ def load(root: Path | str = REPO) -> Course:
         if "cases_like" in table:
             table["cases"] = next(t for t in data["items"] if t["name"] == table["cases_like"])["cases"]
     editions = tuple(
-        Edition(name, e["assignment"], e["language"], *([e["code_stub"]] if "code_stub" in e else []))
+        Edition(
+            name,
+            e["assignment"],
+            e["language"],
+            **({"code_stub": e["code_stub"]} if "code_stub" in e else {}),
+            lab_locale=e.get("lab_locale", "en"),
+            fonts=tuple(e.get("fonts", ())),
+        )
         for name, e in data.get("editions", {}).items()
     )
     result = Course(

@@ -102,7 +102,8 @@ SCHEMA = _table(
         "editions": {
             "type": "object",
             "additionalProperties": _table(
-                {"assignment": _STR, "language": _STR, "code_stub": _STR}, ("assignment", "language")
+                {"assignment": _STR, "language": _STR, "lab_locale": _STR, "fonts": _STRS, "code_stub": _STR},
+                ("assignment", "language"),
             ),
         },
         "items": {"type": "array", "items": _ITEM},

@@ -1,15 +1,15 @@
 """The course's grading, plugged into nbgrader's own extension points.
 
-The course's nbgrader_config.py puts two preprocessors into `Autograde.autograde_preprocessors`,
+The course's nbgrader_config.py puts these preprocessors into `Autograde.autograde_preprocessors`,
 so `make grade`, plain `nbgrader autograde` and formgrader's autograde button all grade the
 same way:
 - `ConfinedExecute` replaces nbgrader's `Execute`: every notebook runs in a kernel confined to
   the student's workspace (`grading.workspace`), started through the `attention-confined`
   kernelspec, talking to nbgrader over unix sockets in the workspace (no network); after a cell
   runs out of time or the kernel dies, the rest of the notebook is not run;
-- `SaveAutoGradesSafely` replaces nbgrader's `SaveAutoGrades` (a test cell whose output nbgrader
-  cannot read as a grade no longer stops the notebook);
-- `TrustedGrades` comes right after it (and before `AssignLatePenalties`, so late
+- `ReadableGrades` comes before nbgrader's own `SaveAutoGrades`: a test cell whose output nbgrader
+  cannot read as a grade loses it (and is saved as 0), so it no longer stops the notebook;
+- `TrustedGrades` comes right after `SaveAutoGrades` (and before `AssignLatePenalties`, so late
   penalties apply to the trusted score): the trusted verdict (`grading.trusted`) decides every
   test cell's `auto_score`, leaves a teacher's `manual_score` and extra credit alone, writes the
   reason as the answer cell's automatic comment, and puts a grading summary at the top of the
@@ -35,9 +35,10 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbconvert.exporters import NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
+from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor, SaveAutoGrades
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 
 from helpers.cells import grade_id, is_answer_cell
 
@@ -481,21 +482,26 @@ class ConfinedExecute(Execute):
         return cell, resources
 
 
-class SaveAutoGradesSafely(SaveAutoGrades):
-    """nbgrader's SaveAutoGrades, except that a test cell whose output nbgrader cannot read as a
-    grade (a student's kernel can make a test cell show a number above its points, which nbgrader
-    reads as partial credit and rejects) no longer stops the notebook: its score waits at 0 for
-    the trusted verdict, which decides every test cell right after."""
+UNREADABLE = (
+    "This cell's result is not a grade nbgrader can read (it was removed); the trusted grader decides the cell.\n"
+)
 
-    def _add_score(self, cell, resources) -> None:
-        try:
-            super()._add_score(cell, resources)
-        except ValueError:
-            grade = self.gradebook.find_grade(
-                cell.metadata["nbgrader"]["grade_id"], self.notebook_id, self.assignment_id, self.student_id
-            )
-            grade.auto_score, grade.needs_manual_grade = 0.0, False
-            self.gradebook.db.commit()
+
+class ReadableGrades(NbGraderPreprocessor):
+    """Runs before nbgrader's SaveAutoGrades: a test cell whose result nbgrader cannot read as a
+    grade (a student's kernel can make a test cell show a number above its points, or a result
+    without text, which would stop SaveAutoGrades and the whole notebook) loses that result and
+    gets a line on stderr instead, so nbgrader saves 0 for it; the trusted verdict, right after,
+    decides every test cell."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
+            try:
+                utils.determine_grade(cell, self.log)
+            except (ValueError, KeyError, TypeError):
+                cell.outputs = [o for o in cell.outputs if o.get("output_type") != "execute_result"]
+                cell.outputs.append(nbformat.v4.new_output("stream", name="stderr", text=UNREADABLE))
+        return cell, resources
 
 
 class TrustedGrades(NbGraderPreprocessor):

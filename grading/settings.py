@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traitlets import Bool, Float, Integer, List, Unicode
+from traitlets import Bool, Float, Integer, List, Unicode, validate
 from traitlets.config import Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -52,17 +52,26 @@ class Grading(Configurable):
         help="Grade even when no confinement layer works (student code then runs with the "
         "grader's rights). Never the default.",
     ).tag(config=True)
+
+    @validate("layers")
+    def _one_per_item(self, proposal) -> list[str]:
+        """`--layers bwrap,landlock` on a command line: one layer per item."""
+        return [part.strip() for item in proposal.value for part in item.split(",") if part.strip()]
+
     max_processes = Integer(64, help="Processes a student's code may have at once.").tag(config=True)
     max_file_mib = Integer(256, help="Largest file a student's code may write.").tag(config=True)
     scratch_mib = Integer(1024, help="Size of a student's private scratch folder.").tag(config=True)
 
 
-def load(course: Path, overrides: dict | None = None) -> Grading:
-    """The settings of a course: its nbgrader_config.py, then `overrides` (trait name -> value)."""
+def load(course: Path, overrides: dict | None = None, command_line: Config | None = None) -> Grading:
+    """The settings of a course: its nbgrader_config.py, then a command line's configuration (as
+    `make grade` parses it), then `overrides` (trait name -> value)."""
     config = Config()
     path = Path(course) / CONFIG_FILE
     if path.exists():
         config.merge(PyFileConfigLoader(CONFIG_FILE, path=str(course)).load_config())
+    if command_line is not None:
+        config.merge(command_line)
     for name, value in (overrides or {}).items():
         if value is not None:
             config.Grading[name] = value

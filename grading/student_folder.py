@@ -29,8 +29,6 @@ PYTHON ?= python3
 EDITION ?= en
 LAB_ARGS ?=
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
-STUDENT_CONFIG = $(abspath binder/jupyter)$(if $(filter zh-CN,$(EDITION)),:$(abspath binder/jupyter-zh-CN))
-START = $(if $(filter zh-CN,$(EDITION)),notebooks/attention_zh,notebooks/attention)/00_start_here.ipynb
 
 .PHONY: lab
 $(VENV)/.installed: requirements.txt
@@ -39,19 +37,22 @@ $(VENV)/.installed: requirements.txt
 \ttouch $@
 
 lab: $(VENV)/.installed
-\tJUPYTER_CONFIG_PATH=$(STUDENT_CONFIG) PYTHONPATH=$(abspath binder) \\
-\t    $(VENV)/bin/jupyter lab $(START) $(LAB_ROOT) $(LAB_ARGS)
+\t$(PY) -m helpers.lab $(EDITION) $(LAB_ROOT) $(LAB_ARGS)
 """
 
 
-def _readme(course: Course, language: str) -> str:
-    """The students' section of the course README (between its student markers)."""
+def _readme(course: Course, language: str) -> str | None:
+    """The students' README of a language: the course README's title and its students' section
+    (between its student markers); None when the course has no README in that language."""
     name = "README.md" if language == "en" else f"README.{language}.md"
+    if not (course.root / name).exists():
+        return None
     text = (course.root / name).read_text(encoding="utf-8")
     match = re.search(r"<!-- students -->(.*?)<!-- /students -->", text, re.S)
     if not match:
         raise SystemExit(f"{name} has no <!-- students --> ... <!-- /students --> section")
-    return match.group(1).strip() + "\n"
+    title = text.splitlines()[0].split(":")[0].split("：")[0]  # the title without its subtitle
+    return f"{title}\n\n{match.group(1).strip()}\n"
 
 
 def write(course: Course, dest: Path) -> Path:
@@ -74,13 +75,11 @@ def write(course: Course, dest: Path) -> Path:
     shutil.copy(course.root / "binder" / "requirements.txt", dest / "requirements.txt")
     shutil.copy(course.root / "LICENSE", dest / "LICENSE")
     (dest / "Makefile").write_text(STUDENT_MAKEFILE, encoding="utf-8")
-    title = "# Attention, hands on\n\n"
-    (dest / "README.md").write_text(title + _readme(course, "en"), encoding="utf-8")
     for edition in course.editions:
-        if edition.language != "en":
-            (dest / f"README.{edition.language}.md").write_text(
-                "# 动手学注意力机制\n\n" + _readme(course, edition.language), encoding="utf-8"
-            )
+        readme = _readme(course, edition.language)
+        if readme is not None:  # an edition without a README of its own: its students read English
+            name = "README.md" if edition.language == "en" else f"README.{edition.language}.md"
+            (dest / name).write_text(readme, encoding="utf-8")
     return dest
 
 

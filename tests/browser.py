@@ -37,11 +37,10 @@ def jupyterlab(root: Path, teacher: bool = False, edition: str = "en"):
     port = _free_port()
     env = venv_env()
     if not teacher:
-        paths = [str(REPO / "binder" / "jupyter")]
-        if edition == "zh-CN":
-            paths.append(str(REPO / "binder" / "jupyter-zh-CN"))
-        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(paths)
-        env["PYTHONPATH"] = str(REPO / "binder")  # the course's links /course/en and /course/zh-CN
+        from helpers.lab import command
+
+        _cmd, extra = command(edition, [], root=REPO)  # what `make lab EDITION=...` sets
+        env.update(extra)  # binder/jupyter, the edition's locale, binder/ for the links /course/<edition>
     env["JUPYTERLAB_SETTINGS_DIR"] = str(Path(root).parent / f"lab-settings-{port}")
     log_path = Path(root).parent / f"lab-{port}.log"
     with open(log_path, "w") as log:

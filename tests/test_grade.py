@@ -86,3 +86,22 @@ def test_a_linked_student_folder_is_refused_whole_and_a_linked_notebook_stays_a_
     copy_submission(course, Submission("honest", "attention"), dest)
     assert (dest / "02_scaled_dot_product_attention.ipynb").is_symlink()
     assert not (dest / "03_split_heads.ipynb").is_file() and (dest / "03_split_heads.ipynb").exists()
+
+
+def test_the_command_line_is_the_grading_settings(tmp_path):
+    """One declaration: every `c.Grading` setting is an option of `make grade`, over the file's."""
+    from grading.grade import GradeApp
+    from grading.settings import Grading
+
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.Grading.jobs = 3\nc.Grading.seconds = 7.0\n")
+    app = GradeApp()
+    app.parse_command_line(
+        ["--course", str(tmp_path), "--seconds", "9", "--layers=bwrap,landlock", "--student", "a", "--student", "b"]
+    )
+    settings = app.settings()
+    assert (settings.jobs, settings.seconds, settings.layers) == (3, 9.0, ["bwrap", "landlock"])
+    assert app.student == ["a", "b"] and not settings.unconfined
+    assert {alias.replace("-", "_") for alias in GradeApp.aliases} >= set(Grading.class_trait_names(config=True))
+    app = GradeApp()
+    app.parse_command_line(["--course", str(tmp_path), "--unconfined"])
+    assert app.settings().unconfined

@@ -61,9 +61,18 @@ def is_class(name: str) -> bool:
     return item(name)["kind"] == "class"
 
 
-def editions() -> dict[str, str]:
-    """Each edition's assignment folder and its language, as course.toml declares them."""
+def editions() -> dict[str, dict]:
+    """Each edition by its assignment folder: its name, language, JupyterLab locale, figure fonts
+    and start page, as course.toml declares them."""
     try:
         return dict(_view().get("editions", {}))
     except OSError:  # no course.json yet (a fresh build): every folder speaks English
         return {}
+
+
+def edition(name: str) -> dict:
+    """One edition by its name (en, zh-CN, ...); a ValueError listing the names when there is none."""
+    known = {e["name"]: e for e in editions().values()}
+    if name not in known:
+        raise ValueError(f"No edition is called {name!r}; choose one of {sorted(known)}.")
+    return known[name]

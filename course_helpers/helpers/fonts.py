@@ -1,8 +1,9 @@
 """Fonts that can draw the notebook's language in plots.
 
 matplotlib's default font (DejaVu Sans) has no Chinese characters: a Chinese title would draw as
-empty boxes and warn "Glyph missing". In a Chinese edition the plots use a CJK font (Noto Sans CJK,
-Debian's fonts-noto-cjk, which CI and Binder install), with DejaVu Sans behind it for the rest.
+empty boxes and warn "Glyph missing". An edition names the font families its figures need
+(`fonts` in course.toml, e.g. Noto Sans CJK for zh-CN: Debian's fonts-noto-cjk, which CI and
+Binder install); the first one installed is used, with DejaVu Sans behind it for the rest.
 """
 
 from __future__ import annotations
@@ -13,38 +14,46 @@ import glob
 import matplotlib
 from matplotlib import font_manager
 
+from .course import editions
 from .i18n import language
 
-CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans SC", "WenQuanYi Zen Hei", "Source Han Sans SC")
-CJK_FILES = (
-    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
-    "/usr/share/fonts/**/NotoSansCJK*.ttc",
-    "/usr/share/fonts/**/wqy-zenhei.ttc",
-)
+FONT_FILES = ("/usr/share/fonts/**/*.ttc", "/usr/share/fonts/**/*.otf", "/usr/share/fonts/**/*.ttf")
+
+
+def wanted_families(lang: str) -> tuple[str, ...]:
+    """The font families the edition of language `lang` names (none: matplotlib's own will do)."""
+    for edition in editions().values():
+        if edition.get("language") == lang:
+            return tuple(edition.get("fonts", ()))
+    return ()
 
 
 @functools.cache
-def cjk_family() -> str | None:
-    """The name of a CJK font matplotlib can use, registering its file if its font cache predates it."""
+def installed_family(families: tuple[str, ...]) -> str | None:
+    """The first of `families` that matplotlib can use, registering its file if matplotlib's font
+    cache predates the font's installation; None when none is installed."""
+    if not families:
+        return None
     known = {f.name for f in font_manager.fontManager.ttflist}
-    for family in CJK_FAMILIES:
+    for family in families:
         if family in known:
             return family
-    for pattern in CJK_FILES:
+    for pattern in FONT_FILES:
         for path in glob.glob(pattern, recursive=True):
-            font_manager.fontManager.addfont(path)
-            name = font_manager.FontProperties(fname=path).get_name()
-            if name:
+            try:
+                name = font_manager.get_font(path).family_name
+            except (OSError, RuntimeError):
+                continue
+            if name in families:
+                font_manager.fontManager.addfont(path)
                 return name
     return None
 
 
 def use_language_fonts(lang: str | None = None) -> str | None:
-    """Make matplotlib draw the notebook's language; returns the CJK family in use (None in English)."""
-    lang = lang or language()
-    if not lang.startswith("zh"):
-        return None
-    family = cjk_family()
+    """Make matplotlib draw the notebook's language; returns the family in use (None when the
+    edition names none, as in English)."""
+    family = installed_family(wanted_families(lang or language()))
     if family:
         matplotlib.rcParams["font.family"] = "sans-serif"
         matplotlib.rcParams["font.sans-serif"] = [family, "DejaVu Sans"]

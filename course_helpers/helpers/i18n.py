@@ -28,7 +28,7 @@ def edition_language(folder: Path | None = None) -> str:
     from .course import editions
 
     name = (folder or Path.cwd()).name
-    return editions().get(name, "en")
+    return editions().get(name, {}).get("language", "en")
 
 
 def language() -> str:
