@@ -386,9 +386,37 @@ class GradeApp(Application):
     }
     classes = [grading_settings.Grading]
 
+    def parse_command_line(self, argv=None):
+        """As traitlets parses it, except that a setting given twice takes its last value (as with
+        argparse: `make grade JOBS=2 GRADE_ARGS="--jobs 1"` grades one at a time)."""
+        return super().parse_command_line(last_wins(sys.argv[1:] if argv is None else list(argv)))
+
     def settings(self) -> grading_settings.Grading:
         """The course's nbgrader_config.py, with this command line on top."""
         return grading_settings.load(Path(self.course), command_line=self.cli_config)
+
+
+def last_wins(argv: list[str]) -> list[str]:
+    """`argv` without the earlier occurrences of a one-value option given more than once."""
+    single = set()
+    for alias, target in GradeApp.aliases.items():
+        owner, trait = target.split(".")
+        cls = GradeApp if owner == "GradeApp" else grading_settings.Grading
+        if not isinstance(cls.class_traits()[trait], List):
+            single.add(f"--{alias}")
+    chunks: list[tuple[str | None, list[str]]] = []
+    i = 0
+    while i < len(argv):
+        name, has_value, _ = argv[i].partition("=")
+        if name in single:
+            size = 1 if has_value else 2
+            chunks.append((name, argv[i : i + size]))
+            i += size
+        else:
+            chunks.append((None, [argv[i]]))
+            i += 1
+    last = {name: k for k, (name, _) in enumerate(chunks) if name}
+    return [arg for k, (name, chunk) in enumerate(chunks) if name is None or last[name] == k for arg in chunk]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -105,3 +105,7 @@ def test_the_command_line_is_the_grading_settings(tmp_path):
     app = GradeApp()
     app.parse_command_line(["--course", str(tmp_path), "--unconfined"])
     assert app.settings().unconfined
+    # as with argparse, the last value of a setting given twice wins (make grade JOBS=... GRADE_ARGS=...)
+    app = GradeApp()
+    app.parse_command_line(["--course", str(tmp_path), "--seconds", "20", "--jobs=1", "--seconds=5", "--jobs", "2"])
+    assert (app.settings().seconds, app.settings().jobs) == (5.0, 2)
