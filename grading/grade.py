@@ -47,6 +47,7 @@ from . import settings as grading_settings
 from .coursedir import CoursePaths, paths
 from .feedback_pages import localize
 from .intake import Unreadable, copy_file, link_below
+from .kernel import IOPUB_WAIT
 from .limits import kill_tree
 from .manifest import Course, load
 from .nbgrader_cli import fast_start
@@ -59,10 +60,12 @@ STUDENT_MARGIN = 60.0  # beyond a student's cells' bound: nbgrader's start, the 
 
 
 def student_bound(student_seconds: float, seconds: float) -> float:
-    """How long one student's nbgrader process may take: their cells' bound, and a margin of half
-    that (at most STUDENT_MARGIN) or, if longer, the trusted grader's own bound on one looping
-    exercise (WALL_FACTOR x `seconds` + 10 s), which runs beside the cells: 1000 s by default."""
-    return student_seconds + max(min(STUDENT_MARGIN, student_seconds / 2), WALL_FACTOR * seconds + 10)
+    """How long one student's nbgrader process may take: their cells' bound (which the cell that
+    stops a notebook can overrun by one wait for its output, IOPUB_WAIT), and a margin of half that
+    bound (at most STUDENT_MARGIN) or, if longer, the trusted grader's own bound on one looping
+    exercise (WALL_FACTOR x `seconds` + 10 s), which runs beside the cells: 1030 s by default."""
+    margin = max(min(STUDENT_MARGIN, student_seconds / 2), WALL_FACTOR * seconds + 10)
+    return student_seconds + IOPUB_WAIT + margin
 
 
 @dataclass

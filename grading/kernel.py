@@ -94,6 +94,11 @@ class ConfinedKernelSpecManager(KernelSpecManager):
 
 
 MAX_MESSAGE = 16 * 2**20  # a bigger message from the kernel is dropped by zmq itself
+# How long the end of a cell's output may take to arrive after the kernel's reply. nbgrader's 4 s is
+# short on a machine busy with a whole class (another student's endless loop, two kernels and two
+# sandboxes per core): an honest notebook lost its output there. Only a kernel whose output
+# really stopped (a message over MAX_MESSAGE, a cell that goes on after its interrupt) waits it out.
+IOPUB_WAIT = 30
 
 
 class QuietKernelClient(AsyncKernelClient):

@@ -41,10 +41,11 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 
 from helpers.cells import grade_id, is_answer_cell
+from helpers.i18n import _, using
 
 from . import confine
 from .intake import Unreadable, read_submission
-from .kernel import KERNEL_NAME, MAX_MESSAGE, ConfinedKernelSpecManager, close_everything
+from .kernel import IOPUB_WAIT, KERNEL_NAME, MAX_MESSAGE, ConfinedKernelSpecManager, close_everything
 from .manifest import Course, load
 from .settings import FAULTS, PROBLEMS, Grading
 from .trusted import ConfinementFailed, Verdict, grade_student, test_cells
@@ -311,6 +312,8 @@ class ConfinedExecute(Execute):
         confine.write_policy(self._workspace.policy(run.settings, run.layers), str(self._policy))
         self.kernel_name = KERNEL_NAME
         self.shutdown_kernel = "immediate"  # by a signal to the supervisor, never over the channel
+        self.iopub_timeout = IOPUB_WAIT
+        self._language = run.language(assignment)
         self._run, self._student = run, (student, assignment)
         self._timeout = (
             run.settings.cell_timeout if self._student not in run.timed_out else max(5, run.settings.cell_timeout // 10)
@@ -363,6 +366,10 @@ class ConfinedExecute(Execute):
         except Exception:
             self._why_not_started()
             raise
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        self._interrupted = True  # nbclient interrupts the kernel: the cell ran out of time
+        return await super()._async_handle_timeout(timeout, cell)
 
     async def _async_cleanup_kernel(self) -> None:
         km, kc = self.km, getattr(self, "kc", None)
@@ -419,7 +426,7 @@ class ConfinedExecute(Execute):
 
     def _why_not_started(self) -> None:
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
-        for _ in range(50):
+        for _attempt in range(50):
             if process is None or process.poll() is not None:
                 break
             time.sleep(0.1)
@@ -427,21 +434,25 @@ class ConfinedExecute(Execute):
             raise ConfinementFailed("the student's kernel could not be confined")
 
     def preprocess_cell(self, cell, resources, index):
+        with using(self._language):  # what the cell's outputs say, in the submission's language
+            return self._run_cell(cell, resources, index)
+
+    def _run_cell(self, cell, resources, index):
         # nbclient re-reads its traits from the configuration when a notebook starts, so the time
         # limit is set here, cell by cell: the course's (or a short one once this student's code
         # has run out of time in an earlier notebook: an endless loop costs one timeout in all),
         # and never more than what is left of the student's own bound.
         left = self._run.settings.student_seconds - self._run.spent.get(self._student, 0.0)
         if not self._stopped and cell.cell_type == "code" and cell.source.strip() and left <= 0:
-            self._stopped = (
-                f"Not run: this student's grading time ({self._run.settings.student_seconds:g} s in all) ran out."
+            self._stopped = _("Not run: this student's grading time ({seconds:g} s in all) ran out.").format(
+                seconds=self._run.settings.student_seconds
             )
         self.timeout = max(1, min(self._timeout, int(left) + 1))
         if self._stopped:
             if cell.cell_type == "code" and cell.source.strip():
                 cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=self._stopped + "\n")]
             return cell, resources
-        started = time.monotonic()
+        started, self._interrupted = time.monotonic(), False
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
@@ -449,25 +460,41 @@ class ConfinedExecute(Execute):
                 cell,
                 "DeadKernelError",
                 "the kernel died while running this cell",
-                "The kernel died while running this cell (a crash, os._exit, or too much memory).",
-                "Not run: the kernel died in an earlier cell.",
+                _("The kernel died while running this cell (a crash, os._exit, or too much memory)."),
+                _("Not run: the kernel died in an earlier cell."),
             )
         except CellTimeoutError:
+            if self._interrupted:  # at its time limit, and the cell went on running
+                self._run.timed_out.add(self._student)
+                return self._stop(
+                    cell,
+                    "CellTimeoutError",
+                    "the cell went on after its interrupt",
+                    _(
+                        "This cell ran longer than {seconds} s and went on running after it was interrupted "
+                        "(an `except` that catches KeyboardInterrupt?); the rest was not run."
+                    ).format(seconds=self.timeout),
+                    _("Not run: an earlier cell ran longer than {seconds} s and could not be interrupted.").format(
+                        seconds=self.timeout
+                    ),
+                )
             return self._stop(
                 cell,
                 "CellTimeoutError",
                 "the kernel's output stopped arriving",
-                f"The kernel's output stopped arriving (too much output: a message over "
-                f"{MAX_MESSAGE // 2**20} MiB is dropped); the rest was not run.",
-                "Not run: the kernel's output stopped arriving in an earlier cell.",
+                _(
+                    "The kernel's output stopped arriving ({seconds} s after the cell ended; a message over "
+                    "{mib} MiB is dropped); the rest was not run."
+                ).format(seconds=IOPUB_WAIT, mib=MAX_MESSAGE // 2**20),
+                _("Not run: the kernel's output stopped arriving in an earlier cell."),
             )
         except Exception as exc:
             return self._stop(
                 cell,
                 type(exc).__name__,
                 "the kernel's channel broke",
-                "The kernel sent something that is not a Jupyter message; the rest was not run.",
-                "Not run: the kernel's channel broke in an earlier cell.",
+                _("The kernel sent something that is not a Jupyter message; the rest was not run."),
+                _("Not run: the kernel's channel broke in an earlier cell."),
             )
         finally:
             self._run.spent[self._student] = self._run.spent.get(self._student, 0.0) + time.monotonic() - started
@@ -475,9 +502,9 @@ class ConfinedExecute(Execute):
             o.get("output_type") == "error" and o.get("ename") == self.error_on_timeout["ename"]
             for o in cell.get("outputs", [])
         ):
-            self._stopped = (
-                f"Not run: an earlier cell ran longer than {self.timeout} s, so the rest of this notebook was skipped."
-            )
+            self._stopped = _(
+                "Not run: an earlier cell ran longer than {seconds} s, so the rest of this notebook was skipped."
+            ).format(seconds=self.timeout)
             self._run.timed_out.add(self._student)
         return cell, resources
 
@@ -552,8 +579,6 @@ class TrustedGrades(NbGraderPreprocessor):
 
 def _summarise(nb, verdicts: list[Verdict], seed: int, language: str, layers: list[str]) -> None:
     """A grading summary as the notebook's first cell, in the submission's language."""
-    from helpers.i18n import _, using
-
     with using(language):
         lines = [_("## Grading summary"), ""]
         for v in verdicts:

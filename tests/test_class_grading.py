@@ -6,7 +6,10 @@ fourth student of one run): two right answers, two wrong ones, "looper" (an endl
 nbgrader process hangs on this student, the way a zmq context left to the garbage collector hung
 it: `term()` waiting for a socket nobody closes), and three whose files are bad: JSON nested
 deeper than Python's recursion limit, a link to the instructor's solutions, and a student folder
-that is a link to another student's (the other kinds of bad file are in test_intake.py). Every
+that is a link to another student's (the other kinds of bad file are in test_intake.py), and two
+whose kernel stops answering, in a cell before a right answer: "flooder" prints 20 MiB in one
+message (zmq drops it, and the output stops arriving), "stubborn" (in the Chinese edition) loops
+with a bare `except:` that swallows the interrupt at the cell's time limit. Every
 student must get a row: the right ones full marks, every other one 0 where it broke, with the
 reason; nobody waits on another; both runs give the same tables to the byte; the submissions are
 unchanged and nothing is left in the system's temporary folder. The bound: each student's
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import os
 import tempfile
 import time
@@ -37,6 +41,15 @@ STUDENT_SECONDS = 30
 TRUSTED_SECONDS = 5  # the trusted grader's limit on one exercise (the looper's)
 RIGHT = ["right1", "right2"]
 BAD_FILES = {"deep": "nests more than", "linked": "is a link", "borrowed": "is a link"}
+# A cell before the exercise whose kernel stops answering, and what the autograded notebook says.
+SILENT = {
+    "flooder": ("print('x' * (20 * 2**20))", "en", "The kernel's output stopped arriving"),
+    "stubborn": (
+        "import time\nwhile True:\n    try:\n        time.sleep(0.5)\n    except:\n        pass",
+        "zh-CN",
+        "被中断后仍在运行",
+    ),
+}
 
 INJECTED = """
 # Injected by tests/test_class_grading.py into the grader's own process:
@@ -99,6 +112,12 @@ def write_class(root: Path) -> None:
     write_submission(root, "looper", submission(course, {"split_heads": looping}), "attention")
     for student in BAD_FILES:
         write_submission(root, student, right, "attention")
+    for student, (code, edition, _) in SILENT.items():
+        notebook = submission(course, {}, [NOTEBOOK], edition)
+        notebook[NOTEBOOK]["cells"].insert(
+            1, {"cell_type": "code", "metadata": {}, "outputs": [], "source": code, "execution_count": None}
+        )
+        write_submission(root, student, notebook, course.edition(edition).assignment)
     folder = root / "submitted"
     (folder / "deep" / "attention" / f"{NOTEBOOK}.ipynb").write_text(
         '{"nbformat": 4, "cells": [], "metadata": {"x": ' + "[" * 100000 + "]" * 100000 + "}}"
@@ -162,8 +181,8 @@ def runs(tmp_path_factory):
 def test_every_student_has_a_row_and_the_right_ones_full_marks(runs, jobs):
     course, cells, output, *_ = runs[jobs]
     students = {s for s, _ in cells}
-    assert students == {*RIGHT, "unlucky", "stuck", "wrong_a", "wrong_b", "looper", *BAD_FILES}, output
-    for student in RIGHT:
+    assert students == {*RIGHT, "unlucky", "stuck", "wrong_a", "wrong_b", "looper", *BAD_FILES, *SILENT}, output
+    for student in [*RIGHT, *SILENT]:
         assert all(r["score"] == r["max_score"] for r in rows(cells, student)), (student, output)
 
 
@@ -174,6 +193,22 @@ def test_a_stuck_grader_costs_only_its_student_with_the_reason(runs, jobs):
     assert stuck and all(r["score"] == "0" and "grading was stopped" in r["reason"] for r in stuck), stuck
     assert f"longer than {student_bound(STUDENT_SECONDS, TRUSTED_SECONDS):.0f} s" in stuck[0]["reason"]
     assert "stuck (attention): graded" in output
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_kernel_that_stops_answering_stops_its_notebook_with_the_reason(runs, jobs):
+    """The cell says why, in the submission's language; the later cells say they were not run; the
+    trusted verdict still gives the right answer its marks (the test above)."""
+    course = runs[jobs][0]
+    for student, (_, edition, why) in SILENT.items():
+        assignment = load(course).edition(edition).assignment
+        cells = json.loads((course / "autograded" / student / assignment / f"{NOTEBOOK}.ipynb").read_text())["cells"]
+        silent = next(c for c in cells if "".join(c["source"]) == SILENT[student][0])
+        assert any(why in "".join(o.get("traceback", [])) for o in silent["outputs"]), silent["outputs"]
+        later = [
+            c for c in cells[cells.index(silent) + 1 :] if c["cell_type"] == "code" and "".join(c["source"]).strip()
+        ]
+        assert later and all(c["outputs"][0]["name"] == "stderr" for c in later), later
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
