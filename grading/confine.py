@@ -81,7 +81,9 @@ Layers (``Policy.layers``, any subset of ``LAYERS``, stacked):
 
 ``[]`` (no layer) is unconfined: only the rlimits, the session and the subreaper sweep.
 
-The module uses only the standard library and ctypes, and also runs as a plain file; ``probe()``
+The module uses only the standard library and ctypes, and also runs as a plain file; the seccomp
+filters come from ``seccomp_filter.py`` beside it (libseccomp, through pyseccomp), built by the
+supervisor and handed to the inner stage as BPF bytes, which it installs with prctl. ``probe()``
 proves each layer by really running ``python -c "import sys"`` confined.
 """
 
@@ -370,147 +372,8 @@ def landlock_enforce(ruleset: int) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# seccomp-BPF
+# seccomp-BPF (the program comes from grading/seccomp_filter.py, built by libseccomp outside)
 # ---------------------------------------------------------------------------------------------
-AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
-SYSCALLS = {
-    "x86_64": {
-        "socket": 41,
-        "clone": 56,
-        "clone3": 435,
-        "ptrace": 101,
-        "process_vm_readv": 310,
-        "process_vm_writev": 311,
-        "bpf": 321,
-        "perf_event_open": 298,
-        "userfaultfd": 323,
-        "keyctl": 250,
-        "add_key": 248,
-        "request_key": 249,
-        "kexec_load": 246,
-        "kexec_file_load": 320,
-        "init_module": 175,
-        "finit_module": 313,
-        "delete_module": 176,
-        "mount": 165,
-        "umount2": 166,
-        "pivot_root": 155,
-        "unshare": 272,
-        "setns": 308,
-    },
-    "aarch64": {
-        "socket": 198,
-        "clone": 220,
-        "clone3": 435,
-        "ptrace": 117,
-        "process_vm_readv": 270,
-        "process_vm_writev": 271,
-        "bpf": 280,
-        "perf_event_open": 241,
-        "userfaultfd": 282,
-        "keyctl": 219,
-        "add_key": 217,
-        "request_key": 218,
-        "kexec_load": 104,
-        "kexec_file_load": 294,
-        "init_module": 105,
-        "finit_module": 273,
-        "delete_module": 106,
-        "mount": 40,
-        "umount2": 39,
-        "pivot_root": 41,
-        "unshare": 97,
-        "setns": 268,
-    },
-}
-# Same numbers on every architecture (asm-generic, 424+).
-COMMON_DENIED = {
-    "io_uring_setup": 425,
-    "io_uring_enter": 426,
-    "io_uring_register": 427,
-    "open_tree": 428,
-    "move_mount": 429,
-    "fsopen": 430,
-    "fsconfig": 431,
-    "fsmount": 432,
-    "fspick": 433,
-    "mount_setattr": 442,
-}
-DENIED_EPERM = (
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "bpf",
-    "perf_event_open",
-    "userfaultfd",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "kexec_load",
-    "kexec_file_load",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "mount",
-    "umount2",
-    "pivot_root",
-    "unshare",
-    "setns",
-)
-# For a child that still runs as uid 0 (a root supervisor without the user layer): it owns every
-# root-owned file, and Landlock does not cover metadata. Changing modes and times is ignored
-# (the call returns 0 and does nothing: shutil.copy, IPython's first start... keep working);
-# changing owners and extended attributes and the keyring (root's user keyring is the host
-# root's) fail with EPERM.
-UID0_IGNORED = {
-    "x86_64": {
-        "chmod": 90,
-        "fchmod": 91,
-        "fchmodat": 268,
-        "utime": 132,
-        "utimes": 235,
-        "futimesat": 261,
-        "utimensat": 280,
-    },
-    "aarch64": {"fchmod": 52, "fchmodat": 53, "utimensat": 88},
-}
-UID0_DENIED = {
-    "x86_64": {
-        "chown": 92,
-        "fchown": 93,
-        "lchown": 94,
-        "fchownat": 260,
-        "setxattr": 188,
-        "lsetxattr": 189,
-        "fsetxattr": 190,
-        "removexattr": 197,
-        "lremovexattr": 198,
-        "fremovexattr": 199,
-        "keyctl": 250,
-        "add_key": 248,
-        "request_key": 249,
-    },
-    "aarch64": {
-        "fchownat": 54,
-        "fchown": 55,
-        "setxattr": 5,
-        "lsetxattr": 6,
-        "fsetxattr": 7,
-        "removexattr": 14,
-        "lremovexattr": 15,
-        "fremovexattr": 16,
-        "keyctl": 219,
-        "add_key": 217,
-        "request_key": 218,
-    },
-}
-UID0_COMMON_IGNORED = {"fchmodat2": 452}
-UID0_COMMON_DENIED = {"setxattrat": 463, "removexattrat": 466}
-# CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
-CLONE_NS_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
-AF_UNIX, AF_NETLINK = 1, 16
-
-
 class _SockFilter(ctypes.Structure):
     _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
 
@@ -519,83 +382,35 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def seccomp_program(
-    machine: str | None = None, sandbox: bool = True, uid0: bool = False
-) -> list[tuple[int, int, int, int]]:
-    """The filter as (code, jt, jf, k) tuples for this machine's architecture: ``sandbox`` is the
-    landlock layer's filter (sockets, ptrace, namespaces...), ``uid0`` adds UID0_DENIED."""
-    machine = machine or os.uname().machine
-    if machine not in SYSCALLS:
-        raise Unavailable("landlock" if sandbox else "caps", f"seccomp: no syscall table for {machine}")
-    nrs = dict(SYSCALLS[machine], **COMMON_DENIED)
-    eperm = [nrs[name] for name in DENIED_EPERM + tuple(COMMON_DENIED)] if sandbox else []
-    ignored = []
-    if uid0:
-        denied = list(UID0_DENIED[machine].values()) + list(UID0_COMMON_DENIED.values())
-        eperm += [nr for nr in denied if nr not in eperm]
-        ignored = list(UID0_IGNORED[machine].values()) + list(UID0_COMMON_IGNORED.values())
-    LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF_LD|W|ABS, BPF_JMP|..|K, BPF_RET|K
-    ALLOW, KILL = 0x7FFF0000, 0x80000000
-    ERRNO = 0x00050000
-    prog: list[list] = []  # [code, jt, jf, k] with jt/jf possibly labels
-    labels: dict[str, int] = {}
+def _seccomp_programs(layers) -> dict[str, str]:
+    """The filters the inner stage may need, as hex (it picks by the uid it ends up with): "0" for a
+    child that is not uid 0, "1" for one that is. Built by libseccomp (grading/seccomp_filter.py,
+    loaded from beside this file, which also runs as a plain script)."""
+    import importlib.util
 
-    def emit(code, k, jt=0, jf=0):
-        prog.append([code, jt, jf, k])
-
-    emit(LD, 4)  # seccomp_data.arch
-    emit(JEQ, AUDIT_ARCH[machine], 0, "kill")
-    emit(LD, 0)  # seccomp_data.nr
-    if machine == "x86_64":
-        emit(JGE, 0x40000000, "enosys", 0)  # x32 ABI
-    if sandbox:
-        emit(JEQ, nrs["socket"], "socket", 0)
-        emit(JEQ, nrs["clone"], "clone", 0)
-        emit(JEQ, nrs["clone3"], "enosys", 0)
-    for nr in eperm:
-        emit(JEQ, nr, "eperm", 0)
-    for nr in ignored:
-        emit(JEQ, nr, "ignore", 0)
-    emit(RET, ALLOW)
-    labels["socket"] = len(prog)
-    emit(LD, 16)  # args[0], low 32 bits
-    emit(JEQ, AF_UNIX, "allow", 0)
-    # libzmq reads a bind address as a NIC name first (getifaddrs, a netlink socket) and aborts
-    # unless that fails with EINVAL or EOPNOTSUPP: ipykernel's IOPub pipe binds tcp://127.0.0.1.
-    emit(JEQ, AF_NETLINK, "eopnotsupp", 0)
-    emit(RET, ERRNO | errno.EACCES)
-    labels["eopnotsupp"] = len(prog)
-    emit(RET, ERRNO | errno.EOPNOTSUPP)
-    labels["clone"] = len(prog)
-    emit(LD, 16)
-    emit(JSET, CLONE_NS_FLAGS, "eperm", "allow")
-    labels["allow"] = len(prog)
-    emit(RET, ALLOW)
-    labels["eperm"] = len(prog)
-    emit(RET, ERRNO | errno.EPERM)
-    labels["ignore"] = len(prog)
-    emit(RET, ERRNO | 0)  # returns 0, does nothing
-    labels["enosys"] = len(prog)
-    emit(RET, ERRNO | errno.ENOSYS)
-    labels["kill"] = len(prog)
-    emit(RET, KILL)
-    out = []
-    for i, (code, jt, jf, k) in enumerate(prog):
-        jt = labels[jt] - i - 1 if isinstance(jt, str) else jt
-        jf = labels[jf] - i - 1 if isinstance(jf, str) else jf
-        assert 0 <= jt < 256 and 0 <= jf < 256
-        out.append((code, jt, jf, k))
-    return out
+    sandbox = "landlock" in layers or "bwrap" in layers
+    path = os.path.join(os.path.dirname(SCRIPT), "seccomp_filter.py")
+    spec = importlib.util.spec_from_file_location("_attention_seccomp_filter", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        programs = {"1": module.program(sandbox, uid0=True).hex()}
+        if sandbox:
+            programs["0"] = module.program(sandbox, uid0=False).hex()
+    except module.Unsupported as e:
+        raise Unavailable("landlock" if sandbox else "caps", f"seccomp: {e}") from e
+    return programs
 
 
-def seccomp_install(sandbox: bool = True, uid0: bool = False) -> None:
-    program = seccomp_program(sandbox=sandbox, uid0=uid0)
-    filters = (_SockFilter * len(program))(*[_SockFilter(*ins) for ins in program])
-    fprog = _SockFprog(len(program), filters)
+def seccomp_install(program: bytes, layer: str) -> None:
+    """Install a BPF program (an array of struct sock_filter) on this thread, for good."""
+    count = len(program) // ctypes.sizeof(_SockFilter)
+    filters = (_SockFilter * count).from_buffer_copy(program)
+    fprog = _SockFprog(count, filters)
     try:
         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog))
     except OSError as e:
-        raise Unavailable("landlock" if sandbox else "caps", f"seccomp filter refused ({e.strerror})") from e
+        raise Unavailable(layer, f"seccomp filter refused ({e.strerror})") from e
 
 
 # ---------------------------------------------------------------------------------------------
@@ -750,7 +565,7 @@ def _inner(cfg: dict, status: int) -> None:
     if "landlock" in layers or "bwrap" in layers or uid0:
         # The sandbox filter (no sockets but unix ones, no ptrace, io_uring, namespaces...) goes
         # with either layer: bwrap's own network namespace would still offer a loopback.
-        seccomp_install(sandbox="landlock" in layers or "bwrap" in layers, uid0=uid0)
+        seccomp_install(bytes.fromhex(cfg["seccomp"][str(int(uid0))]), "landlock" if "landlock" in layers else "caps")
     if path is None:
         _send(status, "X", f"127\t{argv[0]}: command not found")
         os._exit(127)
@@ -944,8 +759,6 @@ def _preflight(policy: Policy) -> dict:
         reason = landlock_reason(landlock_abi())
         if reason:
             raise Unavailable("landlock", reason)
-        if os.uname().machine not in SYSCALLS:
-            raise Unavailable("landlock", f"seccomp: no syscall table for {os.uname().machine}")
     if "bwrap" in policy.layers and not os.access(bwrap_path(), os.X_OK):
         raise Unavailable("bwrap", f"bubblewrap: {BWRAP} not found (apt-get install bubblewrap)")
     uid = gid = None
@@ -967,7 +780,8 @@ def _preflight(policy: Policy) -> dict:
             nproc = policy.max_processes  # counted in the sandbox's own user namespace
         else:
             nproc = _uid_tasks(os.getuid()) + policy.max_processes
-    return {"uid": uid, "gid": gid, "nproc": nproc}
+    seccomp = _seccomp_programs(policy.layers) if policy.layers else {}
+    return {"uid": uid, "gid": gid, "nproc": nproc, "seccomp": seccomp}
 
 
 def bwrap_path() -> str:
@@ -1180,6 +994,7 @@ class Supervisor:
             "nproc": resolved["nproc"],
             "uid": resolved["uid"],
             "gid": resolved["gid"],
+            "seccomp": resolved["seccomp"],
         }
         wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
