@@ -15,6 +15,10 @@ delegation) and the size of the ``write`` directories
 left when the main process ends, and exits with the child's exit status (128+N for signal N).
 SIGUSR1 to the supervisor kills the confined tree at once (``run`` uses it on a timeout). When the
 supervisor's own parent dies (a grader killed), it acts as on SIGTERM: nothing outlives the grader.
+When it ends, the supervisor writes what happened as one JSON object beside the policy file
+(``status_path``; ``read_status`` reads it): the outcome (exited, unavailable, limit, exec), the
+layer, the reason and the exit code. The grader decides from that file, which the confined
+program cannot write, never from its stderr or its exit code.
 
 Always, whatever the layers: RLIMIT_FSIZE / RLIMIT_NOFILE / RLIMIT_CORE=0 (and RLIMIT_NPROC where
 the kernel applies it), a new session, PR_SET_PDEATHSIG=SIGKILL, PR_SET_NO_NEW_PRIVS, and, when
@@ -584,10 +588,50 @@ def _inner(cfg: dict, status: int) -> None:
 # ---------------------------------------------------------------------------------------------
 # Supervisor
 # ---------------------------------------------------------------------------------------------
+_FAILURES: list[tuple[str, str, int]] = []  # (layer, reason, exit code), for the status file
+
+
 def _fail(layer: str, reason: str, code: int = EXIT_UNAVAILABLE) -> int:
+    """Say why on stderr (for a person reading a log) and keep it for the status file."""
     sys.stderr.write(f"confine: {layer}: {reason}\n")
     sys.stderr.flush()
+    _FAILURES.append((layer, reason, code))
     return code
+
+
+def status_path(policy_path: str) -> str:
+    """Where the supervisor started with `run --policy policy_path` writes its status."""
+    return f"{policy_path}.status.json"
+
+
+def _outcome(code: int) -> dict:
+    """The supervisor's status: what happened ("exited", "unavailable": a layer could not be
+    applied and the program never ran, "limit": a limit was exceeded and the tree killed, "exec":
+    the program could not be started, "usage"), with the layer, the reason and the exit code."""
+    for layer, reason, failed in reversed(_FAILURES):
+        if failed == code:
+            kind = {EXIT_UNAVAILABLE: "unavailable", EXIT_LIMIT: "limit", 2: "usage"}.get(code, "exec")
+            return {"outcome": kind, "layer": layer, "reason": reason, "exit": code}
+    return {"outcome": "exited", "layer": "", "reason": "", "exit": code}
+
+
+def _write_status(path: str, code: int) -> None:
+    temporary = f"{path}.{os.getpid()}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(json.dumps(_outcome(code)))
+    os.replace(temporary, path)
+
+
+def read_status(policy_path: str) -> dict | None:
+    """The status the supervisor of `policy_path` wrote when it ended (see `_outcome`), or None
+    when it wrote none (it was killed, or has not ended)."""
+    try:
+        with open(status_path(policy_path)) as handle:
+            status = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return status if isinstance(status, dict) and "outcome" in status else None
 
 
 def sandbox_user(create: bool = True) -> tuple[int, int]:
@@ -1203,8 +1247,7 @@ class Supervisor:
             kind, _, text = line.partition(" ")
             if kind == "X":
                 code, _, reason = text.partition("\t")
-                _fail("exec", reason)
-                return int(code)
+                return _fail("exec", reason, int(code))
         return self.exit_status if self.exit_status is not None else 128 + signal.SIGKILL
 
 
@@ -1262,10 +1305,12 @@ def command(policy: Policy, argv: list[str], policy_path: str) -> list[str]:
 
 
 def run(policy: Policy, argv: list[str], timeout: float | None = None, **popen_kwargs) -> subprocess.CompletedProcess:
-    """Run ``argv`` confined and capture stdout/stderr (text). On a timeout the confined tree is
-    killed (SIGUSR1 to the supervisor) and subprocess.TimeoutExpired is raised."""
+    """Run ``argv`` confined and capture stdout/stderr (text); the result's ``status`` is the
+    supervisor's (``read_status``). On a timeout the confined tree is killed (SIGUSR1 to the
+    supervisor) and subprocess.TimeoutExpired is raised."""
     with tempfile.TemporaryDirectory(prefix="confine-") as d:
-        cmd = command(policy, argv, os.path.join(d, "policy.json"))
+        policy_path = os.path.join(d, "policy.json")
+        cmd = command(policy, argv, policy_path)
         popen_kwargs.setdefault("stdin", subprocess.DEVNULL)
         with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen_kwargs) as proc:
             try:
@@ -1278,7 +1323,9 @@ def run(policy: Policy, argv: list[str], timeout: float | None = None, **popen_k
                     proc.kill()
                     out, err = proc.communicate()
                 raise subprocess.TimeoutExpired(cmd, timeout, out, err) from None
-        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        result = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        result.status = read_status(policy_path)
+        return result
 
 
 _PROBE_CACHE: dict = {}
@@ -1296,10 +1343,11 @@ def _try(python: str, layers: list[str]) -> str | None:
             return f"{'+'.join(layers)}: python -c 'import sys' timed out confined"
         if r.returncode == 0:
             return None
+        status = getattr(r, "status", None) or {}
+        if status.get("reason"):
+            return f"{status['layer']}: {status['reason']}"
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-        line = next((ln for ln in lines if ln.startswith("confine: ")), lines[-1] if lines else "")
-        line = line.removeprefix("confine: ")
-        return line or f"{'+'.join(layers)}: exit status {r.returncode}"
+        return (lines[-1] if lines else "") or f"{'+'.join(layers)}: exit status {r.returncode}"
 
 
 def probe(python: str = sys.executable, layers=LAYERS) -> dict[str, str | None]:
@@ -1372,8 +1420,12 @@ def main(argv: list[str] | None = None) -> int:
             with open(opts[1]) as f:
                 policy = Policy.from_json(f.read())
         except (OSError, ValueError, TypeError) as e:
-            return _fail("policy", f"cannot read {opts[1]}: {e}")
-        return supervise(policy, program)
+            code = _fail("policy", f"cannot read {opts[1]}: {e}")
+        else:
+            code = supervise(policy, program)
+        if opts[1]:
+            _write_status(status_path(opts[1]), code)
+        return code
     sys.stderr.write("usage: confine.py run --policy POLICY.json -- ARGV... | confine.py probe\n")
     return 2
 

@@ -333,6 +333,7 @@ class ConfinedExecute(Execute):
             return getattr(self, "nb", nb), resources
         finally:
             self._policy.unlink(missing_ok=True)
+            Path(confine.status_path(str(self._policy))).unlink(missing_ok=True)
 
     def create_kernel_manager(self):
         self.km = self.kernel_manager_class(
@@ -430,8 +431,10 @@ class ConfinedExecute(Execute):
             if process is None or process.poll() is not None:
                 break
             time.sleep(0.1)
-        if process is not None and process.poll() == confine.EXIT_UNAVAILABLE:
-            raise ConfinementFailed("the student's kernel could not be confined")
+        status = confine.read_status(str(self._policy)) or {}
+        if status.get("outcome") in ("unavailable", "usage"):
+            why = f"{status['layer']}: {status['reason']}"
+            raise ConfinementFailed(f"the student's kernel could not be confined ({why})")
 
     def preprocess_cell(self, cell, resources, index):
         with using(self._language):  # what the cell's outputs say, in the submission's language

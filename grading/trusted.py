@@ -213,15 +213,13 @@ def run_sandbox(
     }
     (inbox / "request.json").write_text(json.dumps(request))
     workspace.hand_over()
-    argv = confine.command(
-        workspace.policy(settings, layers, sandbox=True),
-        [sys.executable, "-I", "-", str(inbox), str(work)],
-        str(workspace.root.parent / f"{workspace.root.name}.sandbox-policy.json"),
-    )
+    policy_path = str(workspace.root.parent / f"{workspace.root.name}.sandbox-policy.json")
+    program = [sys.executable, "-I", "-", str(inbox), str(work)]
+    argv = confine.command(workspace.policy(settings, layers, sandbox=True), program, policy_path)
     exercises = sum(len(u.exercises) for u in units)
     problem: list[str] = []
     finished = False
-    with open(work.parent / "sandbox-stderr", "w+b") as err:
+    with open(work.parent / "sandbox-stderr", "wb") as err:  # the sandbox's log, for a person
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
         RUNNING.add(proc.pid)
         # The driver limits each exercise; this is the backstop for the whole run.
@@ -252,20 +250,16 @@ def run_sandbox(
             proc.wait()
             proc.stdout.close()
             RUNNING.discard(proc.pid)
-        err.seek(0)
-        errors = err.read().decode(errors="replace")
-    refused = [line for line in errors.splitlines() if line.startswith("confine: ")]
-    if proc.returncode == confine.EXIT_UNAVAILABLE or refused:
-        raise ConfinementFailed((refused or ["confine: the confinement could not be set up"])[-1])
+    status = confine.read_status(policy_path) or {"outcome": "killed", "reason": "", "exit": proc.returncode}
+    Path(confine.status_path(policy_path)).unlink(missing_ok=True)
+    if status["outcome"] in ("unavailable", "usage"):
+        raise ConfinementFailed(f"confine: {status['layer']}: {status['reason']}")
     stop = problem[0] if problem else ""
-    if stop or proc.returncode != 0 or not finished:
-        limit = [
-            line.removeprefix("confine: limit: ") for line in errors.splitlines() if line.startswith("confine: limit")
-        ]
+    if stop or status["outcome"] != "exited" or status["exit"] != 0 or not finished:
         raise SandboxFailed(
             {"kind": stop.kind, "gib" if stop.kind == "memory" else "seconds": stop.limit}
             if stop
-            else {"kind": "stopped", "detail": (limit or [f"exit {proc.returncode}"])[-1]}
+            else {"kind": "stopped", "detail": status["reason"] or f"exit {status['exit']}"}
         )
 
 

@@ -172,6 +172,10 @@ class Box:
     def ran(self) -> bool:
         return (self.scratch / "ran.marker").exists()
 
+    def status(self) -> dict | None:
+        """What the supervisor of the last run wrote when it ended."""
+        return confine.read_status(str(self.base / "policy.json"))
+
 
 @pytest.fixture
 def box(tmp_path, layers):
@@ -534,8 +538,11 @@ done()
     rc, r, out, err = box.run(code, policy=box.policy(memory_bytes=300 * 2**20))
     assert rc == confine.EXIT_LIMIT and "confine: limit: memory" in err, (rc, out, err)
     assert time.monotonic() - start < 25
+    status = box.status()
+    assert status["outcome"] == "limit" and status["layer"] == "limit" and "memory" in status["reason"], status
     rc, r, out, err = box.run("hoard = bytearray(50 * 2**20)\ndone()\n", policy=box.policy(memory_bytes=300 * 2**20))
     assert rc == 0 and r.get("ran"), (out, err)
+    assert box.status() == {"outcome": "exited", "layer": "", "reason": "", "exit": 0}
 
 
 def test_scratch_quota(box):
@@ -561,8 +568,10 @@ done()
 def test_exit_status(box):
     rc, r, out, err = box.run("done(42)")
     assert rc == 42 and r.get("ran"), (out, err)
+    assert box.status() == {"outcome": "exited", "layer": "", "reason": "", "exit": 42}
     rc, r, out, err = box.run("os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)")
     assert rc == 128 + signal.SIGTERM and box.ran(), (rc, out, err)
+    assert box.status()["exit"] == 128 + signal.SIGTERM
 
 
 def test_sigint_reaches_the_child_once(box):
@@ -670,6 +679,9 @@ def test_unavailable_layer_fails_closed(box):
         lines = [line for line in err.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith(prefix), (prefix, err)
         assert not box.ran() and not r, (prefix, out)
+        status = box.status()
+        assert status["outcome"] == "unavailable" and f"confine: {status['layer']}: " == prefix, status
+        assert lines[0] == f"confine: {status['layer']}: {status['reason']}"
 
 
 def test_probe_and_cli():
