@@ -836,10 +836,36 @@ def bwrap_path() -> str:
     return shutil.which("bwrap") or BWRAP
 
 
-def _bwrap_argv(policy: Policy, info_fd: int, user: bool) -> list[str]:
-    args = [bwrap_path()]
-    root = os.geteuid() == 0
-    if not root:
+@dataclasses.dataclass(frozen=True)
+class Host:
+    """What the bubblewrap command line depends on outside the policy: facts of this machine."""
+
+    bwrap: str  # the bubblewrap executable
+    root: bool  # the supervisor runs as uid 0 (no user namespace; capabilities dropped instead)
+    system: dict[str, str]  # SYSTEM_DIRS present: path -> target of a top-level link, "" for a folder
+    existing: frozenset[str]  # the paths to mount read-only that exist
+    base_prefix: str  # the base interpreter's prefix (it runs the inner stage inside)
+
+    @classmethod
+    def here(cls, policy: Policy) -> Host:
+        system = {}
+        for p in SYSTEM_DIRS:
+            if os.path.islink(p) and os.path.dirname(p) == "/":
+                system[p] = os.readlink(p)
+            elif os.path.isdir(p):
+                system[p] = ""
+        existing = frozenset(p for p in _bwrap_reads(policy, sys.base_prefix) if os.path.exists(p))
+        return cls(bwrap_path(), os.geteuid() == 0, system, existing, sys.base_prefix)
+
+
+def _bwrap_reads(policy: Policy, base_prefix: str) -> list[str]:
+    return _dedupe(list(SYSTEM_DIRS + SYSTEM_ETC) + list(policy.read) + [base_prefix])
+
+
+def bwrap_argv(policy: Policy, info_fd: int, user: bool, host: Host) -> list[str]:
+    """The bubblewrap command line (without the program) for `policy` on `host`: a pure function."""
+    args = [host.bwrap]
+    if not host.root:
         args += ["--unshare-user", "--disable-userns"]
     args += [
         "--unshare-ipc",
@@ -860,16 +886,12 @@ def _bwrap_argv(policy: Policy, info_fd: int, user: bool) -> list[str]:
     for sub in PROC_COVER:
         args += ["--ro-bind-try", f"/proc/{sub}", f"/proc/{sub}"]
     mounted: set[str] = set()
-    for p in SYSTEM_DIRS:
-        if os.path.islink(p) and os.path.dirname(p) == "/":
-            args += ["--symlink", os.readlink(p), p]
-            mounted.add(p)
-        elif os.path.isdir(p):
-            args += ["--ro-bind", p, p]
-            mounted.add(p)
+    for p, target in host.system.items():
+        args += ["--symlink", target, p] if target else ["--ro-bind", p, p]
+        mounted.add(p)
     args += ["--ro-bind", "/sys", "/sys"]
-    reads = _system_read() + list(policy.read) + [sys.base_prefix]
-    binds = [("--ro-bind-try", p) for p in _dedupe(reads) if p not in mounted and os.path.exists(p)]
+    reads = _bwrap_reads(policy, host.base_prefix)
+    binds = [("--ro-bind-try", p) for p in reads if p not in mounted and p in host.existing]
     binds += [("--bind", w) for w in _dedupe(policy.write)]
     binds.sort(key=lambda b: b[1].count("/"))  # parents before children; writes win ties
     made: set[str] = set()
@@ -890,7 +912,7 @@ def _bwrap_argv(policy: Policy, info_fd: int, user: bool) -> list[str]:
     for k, v in policy.env.items():
         args += ["--setenv", k, v]
     args += ["--info-fd", str(info_fd)]
-    if root:
+    if host.root:
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP"]
         if user:
             args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -1079,7 +1101,7 @@ class Supervisor:
         stderr_copy = os.dup(2)
         cfg = dict(cfg, status_fd=status_w, stderr_fd=stderr_copy, in_bwrap=True, ppid=1)
         base_python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-        argv = _bwrap_argv(self.policy, info_w, "user" in cfg["layers"])
+        argv = bwrap_argv(self.policy, info_w, "user" in cfg["layers"], Host.here(self.policy))
         argv += ["--", base_python, "-I", "-S", f"/proc/self/fd/{src}", "--inner", json.dumps(cfg)]
         try:
             # bwrap itself is the sandbox's pid 1, whose /proc/1/environ the program can read: it
