@@ -7,7 +7,8 @@
 #                       (NOTEBOOKS="01_scaling_problem" re-runs only those notebooks)
 #   make release        regenerate the student releases notebooks/<assignment> from source/ with nbgrader
 #   make translations   carry English changes into the catalogues (i18n/) and list what is missing or stale
-#   make grade          grade every submission under submitted/ (JOBS=N at a time, STUDENT=alice for one)
+#   make grade          grade every submission under submitted/ (JOBS=N at a time, STUDENT=alice for one,
+#                       SCHEDULER=local or tcp://host:8786 on Dask; a rerun keeps what was graded)
 #   make formgrader     the teacher's JupyterLab, with nbgrader's formgrader
 #   make student-folder write build/student/: what students get, without solutions or grading code
 #   make bench          print the performance figures (build/bench.json)
@@ -28,6 +29,7 @@ export PYTHONPATH := $(abspath course_helpers)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 JOBS    ?=
 STUDENT ?=
+SCHEDULER ?=
 EDITION ?= en
 NOTEBOOKS ?=
 # Extra arguments, e.g. make lab LAB_ARGS="--no-browser --port=8899" or make test PYTEST_ARGS="-k release"
@@ -70,7 +72,7 @@ translations: $(STAMP)
 	$(PY) -m grading.edition --update
 
 grade: $(STAMP)
-	$(PY) -m grading.grade $(if $(JOBS),--jobs $(JOBS)) $(foreach s,$(STUDENT),--student $(s)) $(GRADE_ARGS)
+	$(PY) -m grading.grade $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(foreach s,$(STUDENT),--student $(s)) $(GRADE_ARGS)
 
 formgrader: $(STAMP)
 	$(VENV)/bin/jupyter lab --ServerApp.default_url=/formgrader $(LAB_ROOT) $(LAB_ARGS)

@@ -29,6 +29,7 @@ import os
 import queue
 import secrets
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -41,12 +42,13 @@ from pathlib import Path
 from traitlets import List, Unicode
 from traitlets.config import Application
 
-from . import confine, workspace
+from . import as_data, confine, workspace
 from . import gradebook as records
 from . import settings as grading_settings
 from .coursedir import CoursePaths, paths
 from .feedback_pages import localize
 from .intake import Unreadable, copy_file, link_below
+from .journal import Journal, key
 from .kernel import IOPUB_WAIT
 from .limits import kill_tree
 from .manifest import Course, load
@@ -78,6 +80,18 @@ class Submission:
     faults: list[str] = field(default_factory=list)  # why it could not be graded (fully)
     graded: bool = False
     refused: str = ""  # the whole submission is refused (a link, not a folder): graded 0, why
+    kept: dict | None = None  # graded by an earlier run with the same files, course and settings (its journal line)
+
+
+@dataclass
+class Graded:
+    """What grading one student gave, as plain data (a Dask worker sends it back; one writer merges it)."""
+
+    sub: Submission
+    left: list[str]  # the submitted graded notebooks nbgrader did not finish: graded 0
+    rows: dict | None = None  # the student's gradebook rows (gradebook.student_rows)
+    autograded: as_data.Folder = field(default_factory=dict)
+    feedback: as_data.Folder = field(default_factory=dict)
 
 
 def nbgrader(
@@ -95,6 +109,7 @@ def nbgrader(
         PYTHONPATH=os.pathsep.join([str(course), str(course / "course_helpers")]),
         ATTENTION_GRADER_PROCESS="1",
     )
+    confine.libc()  # loaded here, not in the child between fork and exec
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(
             [sys.executable, str(cli), *args],
@@ -105,6 +120,7 @@ def nbgrader(
             stdin=subprocess.DEVNULL,
             text=True,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         stopped = bounded(proc, memory, timeout)
         out.seek(0)
@@ -116,6 +132,11 @@ def nbgrader(
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(f"$ nbgrader {' '.join(args)}\n{stdout}{stderr}\n")
         return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def _die_with_parent() -> None:
+    """In the child: killed when the thread that started it goes (a Dask worker that dies)."""
+    confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def bounded(proc: subprocess.Popen, memory: int | None, timeout: float | None) -> str:
@@ -212,32 +233,46 @@ class Slot:
         self.bound = student_bound(settings["student_seconds"], settings["seconds"])
         self.memory = NBGRADER_OWN_MEMORY
 
-    def grade(self, sub: Submission) -> None:
+    def run(self, sub: Submission) -> Graded:
+        """Grade one student here (nothing is merged into the course): what it gave, as data."""
         for step in ("submitted", "autograded", "feedback"):
             shutil.rmtree(self.paths.top(step) / sub.student, ignore_errors=True)
         for path in (self.folder / FAULTS, self.folder / PROBLEMS):
             path.unlink(missing_ok=True)
-        if not sub.refused:
-            copy_submission(self.course, sub, self.paths.of("submitted", sub.student, sub.assignment))
-            proc = nbgrader(
-                ["grade-group", sub.assignment, sub.student, "--", json.dumps(self.overrides)],
-                self.folder,
-                self.course.root,
-                self.memory,
-                self.bound,
-            )
-            stopped = proc.stderr.rsplit("STOPPED: ", 1)[1].strip() if "STOPPED: " in proc.stderr else ""
-            self._read_records(sub)
-            left = unfinished(self.course, self.folder, sub)
-            if left:
-                why = (
-                    f"grading was stopped: {stopped}"
-                    if stopped
-                    else f"nbgrader could not grade it ({_last_error(proc)})"
-                )
-                sub.faults.append(f"{', '.join(n + '.ipynb' for n in left)}: {why}; graded 0")
+        if sub.refused:
+            return Graded(sub, self.course.graded_notebooks())
+        copy_submission(self.course, sub, self.paths.of("submitted", sub.student, sub.assignment))
+        proc = nbgrader(
+            ["grade-group", sub.assignment, sub.student, "--", json.dumps(self.overrides)],
+            self.folder,
+            self.course.root,
+            self.memory,
+            self.bound,
+        )
+        stopped = proc.stderr.rsplit("STOPPED: ", 1)[1].strip() if "STOPPED: " in proc.stderr else ""
+        self._read_records(sub)
+        left = unfinished(self.course, self.folder, sub)
+        if left:
+            why = f"grading was stopped: {stopped}" if stopped else f"nbgrader could not grade it ({_last_error(proc)})"
+            sub.faults.append(f"{', '.join(n + '.ipynb' for n in left)}: {why}; graded 0")
+        graded = Graded(sub, left)
+        from nbgrader.api import MissingEntry
+
+        autograded = self.paths.of("autograded", sub.student, sub.assignment)
+        if autograded.exists():
+            try:
+                graded.rows = records.student_rows(self.paths.gradebook, sub.assignment, sub.student)
+            except MissingEntry:
+                return graded  # nbgrader wrote no submission: everything is in `left`
+            graded.autograded = as_data.pack(autograded)
+            graded.feedback = as_data.pack(self.paths.of("feedback", sub.student, sub.assignment))
+        return graded
+
+    def grade(self, sub: Submission, merged) -> None:
+        """Grade one student here, then `merged(graded)` under the lock (the one writer)."""
+        graded = self.run(sub)
         with self.lock:
-            merge(self.course, sub, self.folder)
+            merged(graded)
         workspace.sweep()
 
     def _read_records(self, sub: Submission) -> None:
@@ -268,35 +303,34 @@ def _last_error(proc: subprocess.CompletedProcess) -> str:
     return (lines[-1] if lines else (proc.stderr.strip().splitlines() or ["no output"])[-1])[:300]
 
 
-def merge(course: Course, sub: Submission, folder: Path) -> None:
+def merge(course: Course, graded: Graded) -> None:
     """One writer: a graded student into the course gradebook, their autograded folder and
     feedback home; what nbgrader did not finish (or a refused submission) gets a row of 0 with
     the reason. A student whose confinement failed is not graded at all."""
+    sub = graded.sub
     if any(f.startswith("confinement") for f in sub.faults):
         return
-    slot, home = paths(folder), paths(course.root)
-    autograded = slot.of("autograded", sub.student, sub.assignment)
-    left = unfinished(course, folder, sub) if not sub.refused else course.graded_notebooks()
-    if autograded.exists() and not sub.refused:
-        records.merge_student(slot.gradebook, home.gradebook, sub.assignment, sub.student)
-        for step in ("autograded", "feedback"):
-            source, dest = slot.of(step, sub.student, sub.assignment), home.of(step, sub.student, sub.assignment)
+    home = paths(course.root)
+    if graded.rows is not None:
+        records.merge_rows(graded.rows, home.gradebook, sub.assignment, sub.student)
+        for step, data in (("autograded", graded.autograded), ("feedback", graded.feedback)):
+            dest = home.of(step, sub.student, sub.assignment)
             shutil.rmtree(dest, ignore_errors=True)
-            if source.exists():
-                shutil.copytree(source, dest)
+            if data:
+                as_data.unpack(data, dest)
         for page in home.of("feedback", sub.student, sub.assignment).glob("*.html"):
             localize(page, course.edition(sub.assignment).language)
-    if left:
+    if graded.left:
         reason = sub.refused or "; ".join(sub.faults) or "it could not be graded"
-        records.zero_notebooks(course, home.gradebook, sub.assignment, sub.student, left, reason)
+        records.zero_notebooks(course, home.gradebook, sub.assignment, sub.student, graded.left, reason)
     sub.graded = True
 
 
 def write_tables(course: Course, subs: list[Submission], seed: int, layers: list[str]) -> None:
     """grades.csv and grades_by_cell.csv, written by the course's nbgrader export plugins
     (grading/export.py) from the course gradebook. The seed and the confinement layers are those
-    of this run, for the students it graded (a student graded earlier keeps them in their
-    feedback's grading summary); they reach the plugins in a run record beside the logs."""
+    of this run for the students it graded, and those of the run that graded them for a student
+    it kept (the journal's line); they reach the plugins in a run record beside the logs."""
     record = course.root / "build" / "grading" / "run.json"
     record.parent.mkdir(parents=True, exist_ok=True)
     confinement = "+".join(layers) or "none"
@@ -306,9 +340,9 @@ def write_tables(course: Course, subs: list[Submission], seed: int, layers: list
                 {
                     "student": s.student,
                     "assignment": s.assignment,
-                    "seed": seed,
-                    "confinement": confinement,
-                    "problems": "; ".join(s.problems + s.faults),
+                    "seed": s.kept["seed"] if s.kept else seed,
+                    "confinement": s.kept["confinement"] if s.kept else confinement,
+                    "problems": s.kept["problems"] if s.kept else "; ".join(s.problems + s.faults),
                 }
                 for s in subs
             ]
@@ -362,6 +396,43 @@ def share_cores(jobs: int) -> None:
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = threads
 
 
+def submission_files(course: Course, sub: Submission) -> as_data.Folder:
+    """A submission's files as data (what `copy_submission` would copy), for its digest and a Dask worker."""
+    if sub.refused:
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        copy_submission(course, Submission(sub.student, sub.assignment), Path(tmp) / "s")
+        return as_data.pack(Path(tmp) / "s")
+
+
+def grade_here(course: Course, subs: list[Submission], overrides: dict, jobs: int, merged) -> None:
+    """Grade `subs` on this machine, `jobs` at a time (one Slot each, taking the next student as
+    it frees up), calling `merged(graded)` under one lock as each student is done."""
+    waiting: queue.SimpleQueue[Submission] = queue.SimpleQueue()
+    for sub in subs:
+        waiting.put(sub)
+    lock = threading.Lock()
+    work = course.root / "build" / "grading" / "slots"
+
+    def slot(index: int) -> None:
+        place = Slot(course, work / f"slot{index}", overrides, lock)
+        while True:
+            try:
+                sub = waiting.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                place.grade(sub, merged)
+            except Exception as exc:  # the grader's own fault: this student only
+                sub.faults.append(f"grading failed: {exc!r}")
+
+    threads = [threading.Thread(target=slot, args=(i,), name=f"slot{i}") for i in range(jobs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 DESCRIPTION = __doc__.splitlines()[0]
 
 
@@ -382,10 +453,11 @@ class GradeApp(Application):
         },
     }
     flags = {
+        "regrade": ({"Grading": {"regrade": True}}, "grade again students already graded with the same files and seed"),
         "unconfined": (
             {"Grading": {"unconfined": True}},
             "grade even when no confinement layer works (never the default)",
-        )
+        ),
     }
     classes = [grading_settings.Grading]
 
@@ -454,7 +526,11 @@ def main(argv: list[str] | None = None) -> int:
     if not subs:
         print(f"No submissions found in {root / 'submitted'}/<student>/<assignment>/.")
         return 1
-    seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
+    journal = Journal(root)
+    resumed = journal.unfinished_seed() if settings.seed is None else None
+    seed = settings.seed if settings.seed is not None else resumed if resumed is not None else secrets.randbelow(2**31)
+    if resumed is not None:
+        print(f"Taking up the last run, which did not finish, with its seed {seed}.")
     start = time.monotonic()
     for assignment in sorted({s.assignment for s in subs}):
         ensure_assignment(course, assignment)
@@ -469,39 +545,58 @@ def main(argv: list[str] | None = None) -> int:
             "student_seconds": settings.student_seconds,
         }
     }
-    jobs = max(1, min(settings.jobs, len(subs)))
-    share_cores(jobs)
-    waiting: queue.SimpleQueue[Submission] = queue.SimpleQueue()
+    from .cluster import course_bundle, course_digest, grade_class
+
+    same = [course_digest(course_bundle(course)), json.dumps(overrides, sort_keys=True)]
+    files, digests, todo = {}, {}, []
     for sub in subs:
-        waiting.put(sub)
-    lock = threading.Lock()
-    work = root / "build" / "grading" / "slots"
+        files[id(sub)] = submission_files(course, sub)
+        digests[id(sub)] = key(as_data.digest(files[id(sub)]), sub.refused, *same)
+        sub.kept = None if settings.regrade else journal.kept(sub.student, sub.assignment, digests[id(sub)])
+        if sub.kept is not None:
+            sub.graded = True
+        else:
+            todo.append(sub)
+    if len(todo) < len(subs):
+        print(
+            f"{len(subs) - len(todo)} submission(s) already graded with the same files, course, settings and seed: "
+            "kept (--regrade grades them again)."
+        )
+    journal.start(seed)
+    confinement = "+".join(layers) or "none"
 
-    def slot(index: int) -> None:
-        place = Slot(course, work / f"slot{index}", overrides, lock)
-        while True:
-            try:
-                sub = waiting.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                place.grade(sub)
-            except Exception as exc:  # the grader's own fault: this student only
-                sub.faults.append(f"grading failed: {exc!r}")
+    def merged(graded: Graded) -> None:
+        sub = graded.sub
+        journal.forget(sub.student, sub.assignment)
+        merge(course, graded)
+        if sub.graded and not sub.faults:
+            journal.graded(sub.student, sub.assignment, digests[id(sub)], seed, confinement, "; ".join(sub.problems))
 
-    threads = [threading.Thread(target=slot, args=(i,), name=f"slot{i}") for i in range(jobs)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    jobs = max(1, min(settings.jobs, len(todo) or 1))
+    share_cores(jobs)
+    try:
+        if settings.scheduler and todo:
+            grade_class(course, todo, overrides, settings.scheduler, jobs, lambda sub: files[id(sub)], merged)
+        elif todo:
+            grade_here(course, todo, overrides, jobs, merged)
+    except KeyboardInterrupt:
+        done = sum(s.graded and not s.kept for s in todo)
+        print(
+            f"\nInterrupted: {done} of {len(todo)} submission(s) were graded and are in the gradebook. "
+            f"Run make grade again to grade the rest (it takes up this run, seed {seed})."
+        )
+        return 130
+    journal.end(seed)
     write_tables(course, subs, seed, layers)
     failed = [s for s in subs if s.faults]
     for sub in subs:
-        print(f"  {sub.student} ({sub.assignment}): {'graded' if sub.graded else 'NOT GRADED'}")
-        for line in sub.problems + sub.faults:
+        state = "kept (graded earlier)" if sub.kept else "graded" if sub.graded else "NOT GRADED"
+        print(f"  {sub.student} ({sub.assignment}): {state}")
+        for line in [sub.kept["problems"]] if sub.kept and sub.kept["problems"] else sub.problems + sub.faults:
             print(f"    {line}")
     print(
-        f"Graded {sum(s.graded for s in subs)} of {len(subs)} submission(s) in {time.monotonic() - start:.0f} s "
+        f"Graded {sum(s.graded and not s.kept for s in subs)} and kept {sum(bool(s.kept) for s in subs)} of "
+        f"{len(subs)} submission(s) in {time.monotonic() - start:.0f} s "
         f"with seed {seed} (regrade with --seed {seed}); wrote gradebook.db, grades.csv, grades_by_cell.csv, "
         f"autograded/ and feedback/."
     )

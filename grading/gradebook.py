@@ -1,8 +1,9 @@
 """The course gradebook as the record: merge graded submissions into it, read grades out of it.
 
-`make grade` grades groups of students side by side, each group in a folder of its own with a
-private gradebook (SQLite takes one writer). When the groups are done, one writer merges each
-graded student into the course's `gradebook.db` through nbgrader's Gradebook API: the student
+`make grade` grades students side by side, each in a folder of its own with a private gradebook
+(SQLite takes one writer), on this machine or on Dask workers. Each graded student comes back as
+plain data (`student_rows`), and one writer merges it into the course's `gradebook.db` through
+nbgrader's Gradebook API as it arrives (`merge_rows`): the student
 (created if new), the submission with its exchange timestamp, every cell's automatic score and
 automatic comment, each notebook's late penalty. A teacher's manual scores, manual comments and
 extra credit are never touched, and only the merged students' rows change.
@@ -18,34 +19,59 @@ def _url(path) -> str:
     return f"sqlite:///{path}"
 
 
-def merge_student(source_db, course_db, assignment: str, student: str) -> None:
-    """Copy one student's automatic grading of one assignment from a group gradebook."""
-    from nbgrader.api import Gradebook, MissingEntry
+def student_rows(source_db, assignment: str, student: str) -> dict:
+    """One student's automatic grading of one assignment in a gradebook, as plain data (what a
+    Dask worker sends back): the student's names, the submission's timestamp, and per notebook
+    its late penalty, every grade's automatic score and every comment's automatic comment."""
+    from nbgrader.api import Gradebook
 
-    with warnings.catch_warnings(), Gradebook(_url(source_db)) as source, Gradebook(_url(course_db)) as course:
+    with warnings.catch_warnings(), Gradebook(_url(source_db)) as source:
         warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes inside nbgrader's API
         graded = source.find_submission(assignment, student)
         record = source.find_student(student)
-        course.update_or_create_student(
-            student, first_name=record.first_name, last_name=record.last_name, email=record.email
-        )
-        submission = course.update_or_create_submission(assignment, student, timestamp=graded.timestamp)
-        for notebook in graded.notebooks:
-            target = course.find_submission_notebook(notebook.name, assignment, student)
-            target.late_submission_penalty = notebook.late_submission_penalty
-            for grade in notebook.grades:
-                mine = course.find_grade(grade.name, notebook.name, assignment, student)
-                mine.auto_score = grade.auto_score
-                mine.needs_manual_grade = grade.needs_manual_grade
-            for comment in notebook.comments:
+        return {
+            "student": {"first_name": record.first_name, "last_name": record.last_name, "email": record.email},
+            "timestamp": graded.timestamp.isoformat() if graded.timestamp else None,
+            "notebooks": {
+                notebook.name: {
+                    "late_submission_penalty": notebook.late_submission_penalty,
+                    "grades": {g.name: [g.auto_score, g.needs_manual_grade] for g in notebook.grades},
+                    "comments": {c.name: c.auto_comment for c in notebook.comments},
+                }
+                for notebook in graded.notebooks
+            },
+        }
+
+
+def merge_rows(rows: dict, course_db, assignment: str, student: str) -> None:
+    """Write one student's automatic grading (`student_rows`) into the course gradebook."""
+    from datetime import datetime
+
+    from nbgrader.api import Gradebook, MissingEntry
+
+    timestamp = datetime.fromisoformat(rows["timestamp"]) if rows["timestamp"] else None
+    with warnings.catch_warnings(), Gradebook(_url(course_db)) as course:
+        warnings.simplefilter("ignore")
+        course.update_or_create_student(student, **rows["student"])
+        submission = course.update_or_create_submission(assignment, student, timestamp=timestamp)
+        for name, notebook in rows["notebooks"].items():
+            target = course.find_submission_notebook(name, assignment, student)
+            target.late_submission_penalty = notebook["late_submission_penalty"]
+            for grade, (score, manual) in notebook["grades"].items():
+                mine = course.find_grade(grade, name, assignment, student)
+                mine.auto_score, mine.needs_manual_grade = score, manual
+            for comment, text in notebook["comments"].items():
                 try:
-                    course.find_comment(
-                        comment.name, notebook.name, assignment, student
-                    ).auto_comment = comment.auto_comment
+                    course.find_comment(comment, name, assignment, student).auto_comment = text
                 except MissingEntry:
                     continue
-        submission.timestamp = graded.timestamp
+        submission.timestamp = timestamp
         course.db.commit()
+
+
+def merge_student(source_db, course_db, assignment: str, student: str) -> None:
+    """Copy one student's automatic grading of one assignment from a group gradebook."""
+    merge_rows(student_rows(source_db, assignment, student), course_db, assignment, student)
 
 
 def zero_notebooks(course, course_db, assignment: str, student: str, notebooks: list[str], reason: str) -> None:

@@ -58,6 +58,17 @@ class Grading(Configurable):
         """`--layers bwrap,landlock` on a command line: one layer per item."""
         return [part.strip() for item in proposal.value for part in item.split(",") if part.strip()]
 
+    scheduler = Unicode(
+        "",
+        help='Where `make grade` grades: "" (this machine, --jobs students at a time), "local" (a '
+        "Dask cluster of --jobs worker processes here) or a Dask scheduler's address (tcp://host:8786).",
+    ).tag(config=True)
+    regrade = Bool(
+        False,
+        help="Grade every submission again, even one already graded with the same files, course, "
+        "settings and seed (which is otherwise kept).",
+    ).tag(config=True)
+
     max_processes = Integer(64, help="Processes a student's code may have at once.").tag(config=True)
     max_file_mib = Integer(256, help="Largest file a student's code may write.").tag(config=True)
     scratch_mib = Integer(1024, help="Size of a student's private scratch folder.").tag(config=True)

@@ -46,12 +46,13 @@ DEFAULT_TIMEOUT = 600
 # in collection order (pytest.ini turns off its own reordering, which puts the files with the
 # most tests first, however quick they are).
 LONGEST_FIRST = (
+    "test_class_grading.py",
     "test_grader.py",
     "test_attacks.py",
     "test_autograde.py",
     "test_binder.py",
     "test_exchange.py",
-    "test_class_grading.py",
+    "test_cluster.py",
     "test_browser.py",
     "test_one_grading_path.py",
     "test_html_safety_browser.py",
@@ -128,9 +129,17 @@ def course_copy(tmp_path: Path) -> Path:
 GRADING_SEED = 4242
 
 
-def grade_class(dest: Path, write_students, jobs: int = 1, args: str = "", expect_ok: bool = True, before_grading=None):
+def grade_class(
+    dest: Path,
+    write_students,
+    jobs: int = 1,
+    args: str = "",
+    expect_ok: bool = True,
+    before_grading=None,
+    scheduler: str = "",
+):
     """Copy the course to `dest`, let `write_students(course)` add submissions, (call
-    `before_grading(course)`), run `make grade`.
+    `before_grading(course)`), run `make grade` (on Dask with `scheduler`: "local" or an address).
 
     Returns the course, the rows of grades_by_cell.csv keyed by (student, cell), and the output.
     """
@@ -142,7 +151,14 @@ def grade_class(dest: Path, write_students, jobs: int = 1, args: str = "", expec
         before_grading(course)
     grade_args = f"--seed {GRADING_SEED} --seconds 20 --cell-timeout 20 {args}".strip()
     proc = run(
-        ["make", "grade", f"VENV={REPO / '.venv'}", f"JOBS={jobs}", f"GRADE_ARGS={grade_args}"],
+        [
+            "make",
+            "grade",
+            f"VENV={REPO / '.venv'}",
+            f"JOBS={jobs}",
+            f"SCHEDULER={scheduler}",
+            f"GRADE_ARGS={grade_args}",
+        ],
         cwd=course,
         timeout=2400,
     )

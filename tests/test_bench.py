@@ -30,7 +30,8 @@ def test_bench_grading_builds_its_classes(monkeypatch):
 
     def fake_grade(course, jobs, *args):
         runs.append((course.name, jobs, args, sorted(p.name for p in (course / "submitted").iterdir())))
-        return 10.0, {("student00", "cell"): "1"}, len(runs[-1][3])
+        out = "Dask: 2 worker(s) at tcp://127.0.0.1:1, ready in 3.0 s\n"
+        return 10.0, {("student00", "cell"): "1"}, len(runs[-1][3]), 2**30, out
 
     monkeypatch.setattr(bench, "_grade", fake_grade)
     monkeypatch.setattr(bench, "_timed", lambda cmd, cwd: 8.0)
@@ -41,9 +42,14 @@ def test_bench_grading_builds_its_classes(monkeypatch):
         ("loop", 1),
         ("class", 1),
         ("class", 2),
+        ("class", 2),
     ]
+    assert runs[-1][2] == ("--scheduler", "local")
     assert runs[-1][3] == ["student00", "student01", "student02"]
     assert g["jobs_ratio"] == 1.0 and g["same_scores"]
+    assert g["dask_ratio"] == 1.0 and g["dask_same_scores"] and g["dask_start_seconds"] == 3.0
+    assert [row["cores"] for row in g["projection"]] == [16, 64, 256]
+    assert g["projection"][0]["memory_gib"] == 8.0  # 16 cores x half of the two workers' 1 GiB
     table = bench.budgets(
         {
             "notebooks": {"notebooks": {}},

@@ -1,4 +1,4 @@
-"""A class with the mess of a real one, graded by `make grade` with JOBS=1 and JOBS=2.
+"""A class with the mess of a real one, graded by `make grade` with JOBS=1, JOBS=2 and on a local Dask cluster.
 
 Ten students submit `03_split_heads` (the stall this guards against came after the third or
 fourth student of one run): two right answers, two wrong ones, "looper" (an endless loop),
@@ -38,6 +38,8 @@ from tools.classroom import submission, write_submission, wrong_answer
 pytestmark = pytest.mark.slow
 NOTEBOOK = "03_split_heads"
 STUDENT_SECONDS = 30
+DASK = "dask"  # JOBS=2 on a local Dask cluster of two worker processes (SCHEDULER=local)
+RUNS = [1, 2, DASK]
 TRUSTED_SECONDS = 5  # the trusted grader's limit on one exercise (the looper's)
 RIGHT = ["right1", "right2"]
 BAD_FILES = {"deep": "nests more than", "linked": "is a link", "borrowed": "is a link"}
@@ -162,13 +164,14 @@ def _leftovers() -> set[Path]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     results = {}
-    for jobs in (1, 2):
+    for jobs in RUNS:
         before = _leftovers()
         start = time.monotonic()
         course, cells, output = grade_class(
             tmp_path_factory.mktemp(f"class{jobs}"),
             write_class,
-            jobs=jobs,
+            jobs=2 if jobs == DASK else jobs,
+            scheduler="local" if jobs == DASK else "",
             args=f"--student-seconds {STUDENT_SECONDS} --seconds {TRUSTED_SECONDS} --cell-timeout 10",
             expect_ok=False,
             before_grading=lambda root, jobs=jobs: results.setdefault(("digests", jobs), _digests(root / "submitted")),
@@ -177,7 +180,7 @@ def runs(tmp_path_factory):
     return results
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("jobs", RUNS)
 def test_every_student_has_a_row_and_the_right_ones_full_marks(runs, jobs):
     course, cells, output, *_ = runs[jobs]
     students = {s for s, _ in cells}
@@ -186,7 +189,7 @@ def test_every_student_has_a_row_and_the_right_ones_full_marks(runs, jobs):
         assert all(r["score"] == r["max_score"] for r in rows(cells, student)), (student, output)
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("jobs", RUNS)
 def test_a_stuck_grader_costs_only_its_student_with_the_reason(runs, jobs):
     course, cells, output, seconds, _ = runs[jobs]
     stuck = rows(cells, "stuck")
@@ -195,7 +198,7 @@ def test_a_stuck_grader_costs_only_its_student_with_the_reason(runs, jobs):
     assert "stuck (attention): graded" in output
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("jobs", RUNS)
 def test_a_kernel_that_stops_answering_stops_its_notebook_with_the_reason(runs, jobs):
     """The cell says why, in the submission's language; the later cells say they were not run; the
     trusted verdict still gives the right answer its marks (the test above)."""
@@ -211,7 +214,7 @@ def test_a_kernel_that_stops_answering_stops_its_notebook_with_the_reason(runs, 
         assert later and all(c["outputs"][0]["name"] == "stderr" for c in later), later
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("jobs", RUNS)
 def test_each_bad_file_costs_its_own_student_with_the_reason(runs, jobs):
     course, cells, output, *_ = runs[jobs]
     for student, why in BAD_FILES.items():
@@ -219,7 +222,7 @@ def test_each_bad_file_costs_its_own_student_with_the_reason(runs, jobs):
         assert bad and all(r["score"] == "0" and why in r["reason"] for r in bad), (student, bad)
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("jobs", RUNS)
 def test_wrong_looping_and_unlucky_answers_lose_only_their_cells(runs, jobs):
     course, cells, output, *_ = runs[jobs]
     for student in ("wrong_a", "wrong_b", "looper"):
@@ -232,12 +235,21 @@ def test_wrong_looping_and_unlucky_answers_lose_only_their_cells(runs, jobs):
 
 
 @pytest.mark.parametrize("table", ["grades.csv", "grades_by_cell.csv"])
-def test_two_jobs_give_exactly_the_grades_of_one(runs, table):
-    serial, parallel = ((runs[jobs][0] / table).read_text() for jobs in (1, 2))
-    assert parallel == serial
+@pytest.mark.parametrize("parallel", [2, DASK])
+def test_two_jobs_and_dask_give_exactly_the_grades_of_one(runs, table, parallel):
+    assert (runs[parallel][0] / table).read_text() == (runs[1][0] / table).read_text()
     with open(runs[1][0] / "grades.csv") as handle:
         totals = {r["student"]: float(r["score"]) for r in csv.DictReader(handle) if r["notebook"] == "TOTAL"}
     assert len(set(totals.values())) > 2, totals  # different students, different scores
+
+
+def test_dask_grades_on_two_workers_and_merges_as_results_arrive(runs):
+    course, _, output, *_ = runs[DASK]
+    assert "Dask: 2 worker(s)" in output, output
+    journal = [json.loads(line) for line in (course / "build" / "grading" / "journal.jsonl").read_text().splitlines()]
+    graded = [line["student"] for line in journal if line.get("digest")]
+    assert len(graded) == len(set(graded)), journal  # each student merged once
+    assert journal[0].get("start") and journal[-1].get("end"), journal
 
 
 def test_two_jobs_grade_in_two_places_and_faster(runs):
@@ -245,7 +257,7 @@ def test_two_jobs_grade_in_two_places_and_faster(runs):
     assert runs[2][3] < runs[1][3], (runs[1][3], runs[2][3])
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("jobs", RUNS)
 def test_submissions_are_unchanged_and_nothing_is_left_behind(runs, jobs):
     course = runs[jobs][0]
     assert _digests(course / "submitted") == runs[("digests", jobs)]

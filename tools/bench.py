@@ -15,7 +15,10 @@ hold, and writes build/bench.json. Figures:
 - a submission stuck in an endless loop: how much longer it takes than a right one, against the
   cell timeout;
 - grading a class with JOBS=2 against JOBS=1, whether the scores are identical, and whether
-  every student of both runs was graded fully (the bench fails if one was not).
+  every student of both runs was graded fully (the bench fails if one was not);
+- the same class on a local Dask cluster of two worker processes against JOBS=2 (same scores,
+  the extra worker-seconds per student, the cluster's start), and from these a projection of a
+  class of 2,000 on 16, 64 and 256 cores (hours, and the memory the workers need together).
 """
 
 from __future__ import annotations
@@ -175,27 +178,77 @@ def _timed(cmd: list[str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
-def _grade(course: Path, jobs: int, *args: str) -> tuple[float, dict, int]:
+def _tree_rss(pid: int) -> int:
+    try:
+        top = psutil.Process(pid)
+        tree = [top, *top.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for proc in tree:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            continue
+    return total
+
+
+def _grade(course: Path, jobs: int, *args: str) -> tuple[float, dict, int, int, str]:
+    """`make grade` on a course from scratch: (wall seconds, scores by (student, cell), students
+    graded fully, peak resident memory of the whole process tree in bytes, its output)."""
     for name in ("autograded", "feedback", "build", "gradebook.db"):
         shutil.rmtree(course / name, ignore_errors=True) if (course / name).is_dir() else (course / name).unlink(
             missing_ok=True
         )
     start = time.perf_counter()
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "grading.grade", "--jobs", str(jobs), "--seed", "1", *args],
         cwd=course,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
     )
+    peak = [0]
+
+    def sample():
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            time.sleep(0.5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout = proc.communicate()[0]
     seconds = time.perf_counter() - start
+    sampler.join()
     with open(course / "grades_by_cell.csv") as handle:
         scores = {(r["student"], r["cell"]): r["score"] for r in csv.DictReader(handle)}
     # graded fully: a row for every cell, and not named among those that could not be
-    ungraded = set(re.findall(r"^  (\S+) \(\S+\): NOT GRADED", proc.stdout, re.M))
-    named = re.search(r"^Could not grade fully: (.*)$", proc.stdout, re.M)
+    ungraded = set(re.findall(r"^  (\S+) \(\S+\): NOT GRADED", stdout, re.M))
+    named = re.search(r"^Could not grade fully: (.*)$", stdout, re.M)
     ungraded |= {s.split(" (")[0] for s in named.group(1).split(", ")} if named else set()
     graded = len({student for student, _ in scores} - ungraded)
-    return seconds, scores, graded
+    return seconds, scores, graded, peak[0], stdout
+
+
+PROJECTION_CLASS = 2000
+PROJECTION_CORES = (16, 64, 256)
+
+
+def projection(core_seconds: float, overhead: float, start: float, peak_per_student: int) -> list[dict]:
+    """A class of PROJECTION_CLASS on Dask workers of one thread and one core each: hours, and
+    the memory the workers need together, from the measured cost of one student (core-seconds),
+    the scheduling overhead per student, the cluster's start and the peak memory per student."""
+    rows = []
+    for cores in PROJECTION_CORES:
+        seconds = start + PROJECTION_CLASS * (core_seconds + overhead) / cores
+        rows.append(
+            {
+                "cores": cores,
+                "hours": round(seconds / 3600, 2),
+                "memory_gib": round(cores * peak_per_student / 2**30, 1),
+            }
+        )
+    return rows
 
 
 LOOP = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
@@ -211,19 +264,24 @@ def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
         shutil.copytree(one / "submitted", plain_root / "submitted")
         _timed([nbgrader, "generate_assignment", "attention", "--force"], plain_root)
         execute = _timed([nbgrader, "autograde", "attention", "--force"], plain_root)
-        grade, _, _ = _grade(one, 1)
+        grade, *_ = _grade(one, 1)
         looping = _course_folder(Path(tmp) / "loop")
         write_submission(looping, "looping", submission(_manifest(), {"split_heads": LOOP}, graded), "attention")
-        right, _, _ = _grade(looping.parent / "one", 1, f"--cell-timeout={loop_timeout}")
-        stuck, _, _ = _grade(looping, 1, f"--cell-timeout={loop_timeout}")
+        right, *_ = _grade(looping.parent / "one", 1, f"--cell-timeout={loop_timeout}")
+        stuck, *_ = _grade(looping, 1, f"--cell-timeout={loop_timeout}")
         klass = _course_folder(Path(tmp) / "class")
         for i in range(class_size):
             edition = _manifest().editions[i % len(_manifest().editions)]
             write_submission(
                 klass, f"student{i:02d}", submission(_manifest(), {}, graded, edition.name), edition.assignment
             )
-        serial, serial_scores, serial_graded = _grade(klass, 1)
-        parallel, parallel_scores, parallel_graded = _grade(klass, 2)
+        serial, serial_scores, serial_graded, *_ = _grade(klass, 1)
+        parallel, parallel_scores, parallel_graded, *_ = _grade(klass, 2)
+        dask, dask_scores, dask_graded, dask_peak, dask_out = _grade(klass, 2, "--scheduler", "local")
+        started = re.search(r"^Dask: .*ready in ([0-9.]+) s", dask_out, re.M)
+        dask_start = float(started.group(1)) if started else 0.0
+    overhead = (dask - parallel) * 2 / class_size  # extra worker-seconds per student, on two workers
+    core_seconds = parallel * 2 / class_size
     return {
         "execute_seconds": round(execute, 1),
         "grade_seconds": round(grade, 1),
@@ -237,6 +295,15 @@ def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
         "same_scores": serial_scores == parallel_scores,
         "jobs1_graded": serial_graded,
         "jobs2_graded": parallel_graded,
+        "dask_seconds": round(dask, 1),
+        "dask_ratio": round(dask / parallel, 2),
+        "dask_same_scores": dask_scores == serial_scores,
+        "dask_graded": dask_graded,
+        "dask_overhead_per_student": round(overhead, 2),
+        "dask_start_seconds": round(dask_start, 1),
+        "core_seconds_per_student": round(core_seconds, 1),
+        "peak_mib_per_student": round(dask_peak / 2 / 2**20),
+        "projection": projection(core_seconds, max(overhead, 0.0), dask_start, dask_peak // 2),
     }
 
 
@@ -290,6 +357,15 @@ def budgets(r: dict) -> list[tuple[str, str, bool]]:
                 g["jobs1_graded"] == g["jobs2_graded"] == g["class_size"],
             )
         )
+        rows.append(
+            (
+                f"a local Dask cluster of 2 workers vs JOBS=2, {g['class_size']} submissions",
+                f"{g['dask_ratio']}x (budget 1.05x), same scores as JOBS=1: {g['dask_same_scores']}, "
+                f"{g['dask_graded']} of {g['class_size']} graded fully; overhead "
+                f"{g['dask_overhead_per_student']} s per student, ready in {g['dask_start_seconds']} s",
+                g["dask_ratio"] <= 1.05 and g["dask_same_scores"] and g["dask_graded"] == g["class_size"],
+            )
+        )
     return rows
 
 
@@ -314,6 +390,14 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(f) for f, _, _ in table)
     for figure, value, ok in table:
         print(f"{'✓' if ok else '✗'} {figure.ljust(width)}  {value}")
+    if "grading" in results:
+        g = results["grading"]
+        print(
+            f"A class of {PROJECTION_CLASS} on Dask ({g['core_seconds_per_student']} core-seconds and "
+            f"{g['peak_mib_per_student']} MiB per student, as measured here):"
+        )
+        for row in g["projection"]:
+            print(f"  {row['cores']:>4} cores: {row['hours']:>6} h, {row['memory_gib']:>6} GiB of memory in all")
     print(f"wrote {out}")
     return 0 if all(ok for _, _, ok in table) else 1
 

@@ -1,0 +1,222 @@
+"""Grading a class on Dask: `make grade SCHEDULER=local` (a local cluster of JOBS worker
+processes) or `make grade SCHEDULER=tcp://host:8786` (a cluster that is already running: on
+SLURM with dask-jobqueue, on Kubernetes with dask-kubernetes or dask-gateway, or `dask scheduler`
+and `dask worker` by hand).
+
+One task per student, handed to the workers as they free up. The course (its files, and the
+gradebook as it is when the run starts, for the assignment's cells and the teachers' manual
+grades) is sent to every worker once; each task is sent the student's files and sends back what
+grading gave (`grade.Graded`: gradebook rows, autograded notebooks, feedback), so no file system
+is shared. On the worker the student is graded as `make grade` grades them on one machine (a
+private course folder, one nbgrader process within the student's bound, the same confinement);
+a worker that cannot apply every confinement layer the teacher's machine chose grades nobody
+(the student is named, with the reason). The caller merges each result as it arrives (one
+writer). A worker that dies mid-student has that student retried once elsewhere (Dask's
+`distributed.scheduler.allowed-failures`, set to 1 on a local cluster; an existing cluster uses
+its own setting, which is printed), then the student is reported, never merged twice.
+The workers need the course's Python environment (`pip install -r requirements.txt` and this
+course's packages), bubblewrap where it is asked for, and the scheduler's address.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+from . import as_data, confine, workspace
+from .coursedir import paths
+from .grade import Graded, Slot, Submission
+from .manifest import Course, load
+
+RETRIES = 1  # times a student whose worker died is graded again
+_HERE: dict[str, Path] = {}  # in a worker process: course digest -> its unpacked copy
+
+
+def _keep(course: Course):
+    """What of the course root a worker needs: everything but the students' steps, the
+    gradebook (sent as it is when the run starts), the tables, build output and hidden folders."""
+    where = paths(course.root)
+    skip = {where.top(step).relative_to(course.root).parts[0] for step in ("submitted", "autograded", "feedback")}
+    skip |= {"build", "__pycache__", "exchange"}
+    gradebook = where.gradebook.resolve()
+
+    def keep(rel: Path) -> bool:
+        if rel.parts[0] in skip or any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
+            return False
+        if len(rel.parts) == 1 and rel.suffix in (".csv", ".db"):
+            return False
+        return (course.root / rel).resolve() != gradebook
+
+    return keep
+
+
+def course_bundle(course: Course) -> bytes:
+    """The course's files as one reproducible archive (what every worker unpacks once)."""
+    return as_data.tar(course.root, _keep(course))
+
+
+def course_digest(bundle: bytes) -> str:
+    return hashlib.sha256(bundle).hexdigest()
+
+
+def _course_here(bundle: bytes, gradebook: bytes, digest: str) -> Course:
+    """The course, unpacked once in this worker's own temporary folder."""
+    root = _HERE.get(digest)
+    if root is None or not root.exists():
+        root = workspace.base() / f"course-{digest[:16]}"
+        shutil.rmtree(root, ignore_errors=True)
+        as_data.untar(bundle, root)
+        db = paths(root).gradebook
+        if root not in db.resolve().parents:
+            raise RuntimeError(f"the course's gradebook ({db}) must be inside the course folder to grade on Dask")
+        db.write_bytes(gradebook)
+        _HERE[digest] = root
+    return load(root)
+
+
+def grade_task(
+    bundle: bytes, gradebook: bytes, digest: str, sub: Submission, files, overrides: dict, threads
+) -> Graded:
+    """On a worker: grade one student from their files (`as_data.pack` of their submission)."""
+    layers = overrides["Grading"]["layers"]
+    if layers != ["none"]:
+        why = confine.usable(layers)
+        if why:
+            sub.faults.append(
+                f"confinement: the worker on {socket.gethostname()} cannot apply {'+'.join(layers)} ({why}); not graded"
+            )
+            return Graded(sub, [])
+    if threads and "OMP_NUM_THREADS" not in os.environ:
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads.get(socket.gethostname(), 1))
+    course = _course_here(bundle, gradebook, digest)
+    inbox = paths(course.root).of("submitted", sub.student, sub.assignment)
+    shutil.rmtree(inbox, ignore_errors=True)
+    as_data.unpack(files, inbox)
+    folder = workspace.base() / f"slot-{uuid.uuid4().hex[:12]}"
+    try:
+        return Slot(course, folder, overrides, threading.Lock()).run(sub)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(inbox.parent, ignore_errors=True)
+        workspace.sweep()
+
+
+def dask_setup(worker=None) -> None:
+    """A local cluster's worker (Dask preloads this module): Ctrl-C at the terminal is for
+    `make grade`, which stops the cluster itself; the workers ignore it instead of printing
+    their tracebacks."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _cores() -> tuple[str, int]:
+    return socket.gethostname(), len(os.sched_getaffinity(0))
+
+
+def threads_per_host(client) -> dict[str, int]:
+    """PyTorch's threads for each student on each host: the host's cores shared among the
+    worker threads that run there (each grades one student at a time)."""
+    cores = dict(client.run(_cores).values())
+    workers = client.run(socket.gethostname)
+    share = Counter()
+    for address, info in client.scheduler_info(n_workers=-1)["workers"].items():
+        share[workers.get(address, info.get("host"))] += info.get("nthreads", 1)
+    return {host: max(1, cores.get(host, 1) // max(1, n)) for host, n in share.items()}
+
+
+def _allowed_failures(dask_scheduler=None) -> int:
+    return dask_scheduler.allowed_failures
+
+
+def grade_class(
+    course: Course, subs: list[Submission], overrides: dict, scheduler: str, jobs: int, files, merged, say=print
+) -> None:
+    """Grade `subs` on Dask and call `merged(graded)` for each student as their result arrives
+    (in this thread: the one writer). `files(sub)` gives a student's files as data. A student
+    whose task failed gets a fault instead."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    bundle = course_bundle(course)
+    digest = course_digest(bundle)
+    gradebook = paths(course.root).gradebook.read_bytes()
+    start = time.monotonic()
+    with dask.config.set({"distributed.scheduler.allowed-failures": RETRIES}):
+        cluster = None
+        if scheduler == "local":
+            cluster = LocalCluster(
+                n_workers=jobs,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+                preload=[__name__],  # dask_setup below, in each worker
+            )
+        try:
+            with Client(cluster if cluster is not None else scheduler) as client:
+                _grade_on(
+                    client,
+                    course,
+                    subs,
+                    overrides,
+                    threads_per_host(client) if cluster is None else None,
+                    (bundle, gradebook, digest, start),
+                    files,
+                    merged,
+                    say,
+                )
+        finally:
+            if cluster is not None:
+                cluster.close()
+                workspace.sweep()  # the workers' folders, if a worker was stopped before it could remove its own
+
+
+def _grade_on(client, course, subs, overrides, threads, shipped, files, merged, say) -> None:
+    from distributed import as_completed
+
+    bundle, gradebook, digest, start = shipped
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    retries = client.run_on_scheduler(_allowed_failures)
+    shared = client.scatter([bundle, gradebook], broadcast=True, hash=False)
+    say(
+        f"Dask: {len(workers)} worker(s) at {client.scheduler.address}, ready in {time.monotonic() - start:.1f} s "
+        f"(the course sent to each); a student whose worker dies is graded again {retries} time(s) "
+        "(distributed.scheduler.allowed-failures)"
+    )
+    futures = {}
+    for sub in subs:
+        if sub.refused:
+            merged(Graded(sub, course.graded_notebooks()))
+            continue
+        future = client.submit(
+            grade_task,
+            *shared,
+            digest,
+            sub,
+            files(sub),
+            overrides,
+            threads,
+            key=f"grade-{sub.assignment}-{sub.student}-{uuid.uuid4().hex[:8]}",
+            pure=False,
+        )
+        futures[future] = sub
+    for future in as_completed(futures):
+        sub = futures.pop(future)
+        try:
+            graded = future.result()
+        except Exception as exc:  # a worker died RETRIES + 1 times, or the task itself failed
+            name = type(exc).__name__
+            why = "its worker died while grading it, every time it was tried" if name == "KilledWorker" else repr(exc)
+            sub.faults.append(f"grading failed on Dask: {why}")
+            continue
+        sub.problems, sub.faults = graded.sub.problems, graded.sub.faults
+        graded.sub = sub
+        merged(graded)
