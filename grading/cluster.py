@@ -13,7 +13,9 @@ a worker that cannot apply every confinement layer the teacher's machine chose g
 (the student is named, with the reason). The caller merges each result as it arrives (one
 writer). A worker that dies mid-student has that student retried once elsewhere (Dask's
 `distributed.scheduler.allowed-failures`, set to 1 on a local cluster; an existing cluster uses
-its own setting, which is printed), then the student is reported, never merged twice.
+its own setting, which is printed), then the student is reported, never merged twice. A worker
+is given a student only when it is free (`worker-saturation` 1.0 on a local cluster; set it on
+an existing one too, or the last students can wait behind another on a busy worker).
 The workers need the course's Python environment (`pip install -r requirements.txt` and this
 course's packages), bubblewrap where it is asked for, and the scheduler's address.
 """
@@ -149,7 +151,10 @@ def grade_class(
     digest = course_digest(bundle)
     gradebook = paths(course.root).gradebook.read_bytes()
     start = time.monotonic()
-    with dask.config.set({"distributed.scheduler.allowed-failures": RETRIES}):
+    # a worker takes a student only when it is free (Dask's default queues 1.1 tasks per thread,
+    # which leaves one worker idle at the end while the other has a student waiting)
+    settings = {"distributed.scheduler.allowed-failures": RETRIES, "distributed.scheduler.worker-saturation": 1.0}
+    with dask.config.set(settings):
         cluster = None
         if scheduler == "local":
             cluster = LocalCluster(
