@@ -25,7 +25,7 @@ TOKEN = "browser-test"
 SHOTS = REPO / "build" / "screenshots"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -34,7 +34,7 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def jupyterlab(root: Path, teacher: bool = False, edition: str = "en"):
     """A JupyterLab server on loopback serving `root`; yields its URL."""
-    port = _free_port()
+    port = free_port()
     env = venv_env()
     if not teacher:
         from helpers.lab import command
@@ -88,8 +88,9 @@ def jupyterlab(root: Path, teacher: bool = False, edition: str = "en"):
 
 
 @contextlib.contextmanager
-def browser_page(viewport=(1400, 1000)):
-    """A fresh page in headless Chromium, logged in to the test servers' token."""
+def chromium():
+    """Headless Chromium (Debian's), driven by Playwright; skipped locally and failed under CI=true
+    where there is none."""
     playwright_api = pytest.importorskip("playwright.sync_api")
     if not Path(CHROMIUM).exists():
         message = f"{CHROMIUM} is missing (apt-get install chromium)"
@@ -117,16 +118,23 @@ def browser_page(viewport=(1400, 1000)):
                 pytest.fail(f"Chromium would not start: {exc}")
             pytest.skip(f"Chromium would not start: {exc}")
         try:
-            context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
-            page = context.new_page()
-            original_goto = page.goto
-
-            def goto(address, **kwargs):  # every address of a test server carries the token
-                if "127.0.0.1" in address and "token=" not in address:
-                    address += ("&" if "?" in address else "?") + f"token={TOKEN}"
-                return original_goto(address, **kwargs)
-
-            page.goto = goto
-            yield page
+            yield browser
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def browser_page(viewport=(1400, 1000)):
+    """A fresh page in headless Chromium, logged in to the test servers' token."""
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+        page = context.new_page()
+        original_goto = page.goto
+
+        def goto(address, **kwargs):  # every address of a test server carries the token
+            if "127.0.0.1" in address and "token=" not in address:
+                address += ("&" if "?" in address else "?") + f"token={TOKEN}"
+            return original_goto(address, **kwargs)
+
+        page.goto = goto
+        yield page

@@ -54,6 +54,7 @@ LONGEST_FIRST = (
     "test_exchange.py",
     "test_cluster.py",
     "test_browser.py",
+    "test_jupyterhub.py",
     "test_one_grading_path.py",
     "test_html_safety_browser.py",
     "test_stored_outputs.py",
