@@ -31,6 +31,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_server(url: str, proc: subprocess.Popen, log: Path, name: str, seconds: float = 120) -> None:
+    """Wait until `url` answers; fail with the end of `log` if `proc` dies or `seconds` pass first."""
+    deadline = time.time() + seconds
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except OSError:
+            if time.time() > deadline or proc.poll() is not None:
+                pytest.fail(f"{name} did not start ({url}):\n" + Path(log).read_text()[-6000:])
+            time.sleep(0.5)
+
+
 @contextlib.contextmanager
 def jupyterlab(root: Path, teacher: bool = False, edition: str = "en"):
     """A JupyterLab server on loopback serving `root`; yields its URL."""
@@ -65,16 +78,11 @@ def jupyterlab(root: Path, teacher: bool = False, edition: str = "en"):
             start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
-            break
-        except OSError:
-            if time.time() > deadline or proc.poll() is not None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                pytest.fail("JupyterLab did not start:\n" + log_path.read_text())
-            time.sleep(0.5)
+    try:
+        wait_for_server(f"{url}/api/status?token={TOKEN}", proc, log_path, "JupyterLab")
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
     try:
         # The token once, as a cookie, then plain URLs.
         urllib.request.urlopen(f"{url}/lab?token={TOKEN}", timeout=30)

@@ -24,14 +24,12 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from browser import free_port
-from conftest import REPO, VENV_BIN, copy_course, venv_env
+from browser import free_port, wait_for_server
+from conftest import REPO, VENV_BIN, copy_course, give_to, venv_env
 
 COURSE_ID = "attention-course"
 STUDENTS = ("atnann", "atnben")
@@ -75,12 +73,6 @@ def _account(name: str) -> pwd.struct_passwd:
     return account
 
 
-def _chown_tree(path: Path, account: pwd.struct_passwd) -> None:
-    for base, dirs, files in os.walk(path):
-        for name in [base, *(os.path.join(base, f) for f in dirs + files)]:
-            os.lchown(name, account.pw_uid, account.pw_gid)
-
-
 def _hidden_ancestor(path: Path) -> Path | None:
     """The highest folder above `path` that other accounts may not enter, if any."""
     for ancestor in reversed(path.parents):
@@ -92,7 +84,8 @@ def _hidden_ancestor(path: Path) -> Path | None:
 def _namespace_script(state: Path, command: list[str]) -> str:
     """A shell script that makes the course's Python reachable by every account, then runs `command`."""
     lines = ["set -e"]
-    reveal = sorted({Path(p).resolve() for p in (sys.base_prefix, sys.prefix, REPO)})
+    wanted = {Path(p).resolve() for p in (sys.base_prefix, sys.prefix, REPO)}
+    reveal = sorted(p for p in wanted if not any(other in p.parents for other in wanted))
     by_ancestor: dict[Path, list[Path]] = {}
     for path in reveal:
         ancestor = _hidden_ancestor(path)
@@ -114,18 +107,6 @@ def _namespace_script(state: Path, command: list[str]) -> str:
             ]
     lines.append("exec " + shlex.join(command))
     return "\n".join(lines)
-
-
-def _wait(url: str, proc: subprocess.Popen, log: Path, seconds: float = 120) -> None:
-    deadline = time.time() + seconds
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            return
-        except OSError:
-            if time.time() > deadline or proc.poll() is not None:
-                pytest.fail(f"JupyterHub did not start ({url}):\n" + log.read_text()[-6000:])
-            time.sleep(0.5)
 
 
 def _stop(proc: subprocess.Popen, users) -> None:
@@ -160,7 +141,7 @@ def class_hub(tmp: Path):
     state = Path(tmp) / "hub-state"
     state.mkdir()
     course = copy_course(Path(accounts[GRADER].pw_dir) / COURSE_ID)
-    _chown_tree(course, accounts[GRADER])
+    give_to(course, accounts[GRADER])
     port = free_port()
     env = venv_env(
         {
@@ -190,7 +171,7 @@ def class_hub(tmp: Path):
         )
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait(f"{url}/hub/health", proc, log)
+        wait_for_server(f"{url}/hub/health", proc, log, "JupyterHub")
         yield Hub(url=url, course=course, exchange=exchange, log=log, accounts=accounts)
     finally:
         _stop(proc, names)

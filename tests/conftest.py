@@ -121,6 +121,13 @@ def copy_course(dest: Path) -> Path:
     return dest
 
 
+def give_to(path, account) -> None:
+    """Make `account` (a pwd entry) the owner of `path` and everything below it, links included."""
+    for base, dirs, files in os.walk(path):
+        for name in [base, *(os.path.join(base, f) for f in dirs + files)]:
+            os.lchown(name, account.pw_uid, account.pw_gid)
+
+
 @pytest.fixture
 def course_copy(tmp_path: Path) -> Path:
     """A private copy of the course (nbgrader_config.py, source/, notebooks/) under tmp_path."""

@@ -24,7 +24,7 @@ import sys
 import time
 
 import pytest
-from conftest import REPO, copy_course, describe, run
+from conftest import REPO, copy_course, describe, give_to, run
 
 from grading import confine
 from grading.manifest import load
@@ -78,7 +78,7 @@ class Term:
                 f"c = get_config()\nc.Exchange.root = {str(self.exchange)!r}\n"
                 f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
             )
-        _give(home, account)
+        give_to(home, account)
         env = {
             "HOME": home,
             "USER": account.pw_name,
@@ -100,12 +100,6 @@ class Term:
         proc = confine.run(policy, [os.path.join(os.path.dirname(sys.executable), "nbgrader"), *args], timeout=300)
         assert proc.returncode == 0, f"{account.pw_name}: nbgrader {' '.join(args)}\n{proc.stdout}\n{proc.stderr}"
         return proc
-
-
-def _give(path, account) -> None:
-    for base, dirs, files in os.walk(path):
-        for name in [base, *(os.path.join(base, f) for f in files + dirs)]:
-            os.lchown(name, account.pw_uid, account.pw_gid)
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +125,8 @@ def term(tmp_path_factory):
     _write_answer(
         os.path.join(bob.pw_dir, "attention"), course, "split_heads", wrong_answer(course, "split_heads", "bare_view")
     )
-    _give(alice.pw_dir, alice)
-    _give(bob.pw_dir, bob)
+    give_to(alice.pw_dir, alice)
+    give_to(bob.pw_dir, bob)
     t.student(alice, "submit", "attention")
     time.sleep(1.5)
     due = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)

@@ -168,7 +168,6 @@ def term(tmp_path_factory):
         seen["ben_ann_feedback"] = ben.goto(feedback_url).status
         shot(ben, "9-other-student")
         seen["menu"] = nbgrader_menu(ben, hub, BEN)
-        seen["log"] = hub.log.read_text()
         yield seen
 
 

@@ -2,7 +2,7 @@
 
 The course folder's configuration (the course id, the trusted grader, the confinement) is read from
 the folder formgrader serves; this file adds only where the exchange is (ATTENTION_EXCHANGE, set by
-hub/jupyterhub_config.py).
+hub/course_config.py).
 """
 
 import os

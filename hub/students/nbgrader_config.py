@@ -1,7 +1,7 @@
 """nbgrader's settings in a student's server on the hub: the course and the exchange.
 
 The student's Assignments tab lists what the instructor released to this course's exchange, and
-submits back to it. ATTENTION_EXCHANGE and ATTENTION_COURSE_ID are set by hub/jupyterhub_config.py.
+submits back to it. ATTENTION_EXCHANGE and ATTENTION_COURSE_ID are set by hub/course_config.py.
 """
 
 import os
