@@ -24,7 +24,7 @@ import psutil
 import pytest
 from conftest import REPO, copy_course, venv_env
 
-from grading.cluster import grade_task
+from grading.cluster import QUIET, SETTINGS, grade_task, local_cluster
 from grading.grade import Submission, merge
 from grading.manifest import load
 from tools.classroom import submission, write_submission, wrong_answer
@@ -188,6 +188,24 @@ def test_a_worker_without_the_teachers_layers_grades_nobody_and_says_why(tmp_pat
     assert "pigeon: unknown layer" in graded.sub.faults[0]
     merge(course, graded)
     assert not graded.sub.graded and not (course.root / "gradebook.db").exists()
+
+
+def _housekeeping() -> dict:
+    import dask
+
+    return {key: dask.config.get(key) for key in QUIET}
+
+
+def test_a_local_clusters_workers_keep_dasks_profiler_and_monitors_quiet():
+    """The profiler and 20-500 ms monitors cost about 5 CPU-seconds per student on two cores."""
+    import dask
+    from distributed import Client
+
+    assert QUIET["distributed.worker.profile.enabled"] is False
+    with dask.config.set(SETTINGS):
+        with local_cluster(2) as cluster, Client(cluster) as client:
+            seen = client.run(_housekeeping)
+    assert len(seen) == 2 and all(values == QUIET for values in seen.values()), seen
 
 
 # Simulated hosts: a bridge in this namespace, and one network namespace per host behind it.
