@@ -32,7 +32,7 @@ with EPERM (``user`` avoids the uid-0 child altogether).
 Layers (``Policy.layers``, any subset of ``LAYERS``, stacked):
 
 ``landlock``
-    A Landlock ruleset (ctypes syscalls 444-446) applied right before exec: every filesystem
+    A Landlock ruleset (`grading/linux.py`) applied right before exec: every filesystem
     right the running ABI knows is handled; read+execute on ``policy.read`` and the system paths
     (/usr, /lib*, /bin, /sbin, a few /etc files, /proc, /sys), all rights on ``policy.write``,
     read/write on /dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom; TCP bind/connect
@@ -96,16 +96,20 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import errno
+import importlib
+import importlib.util
+import io
 import json
 import os
 import select
 import signal
 import stat
-import struct
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
+from pathlib import Path
 
 LAYERS = ("bwrap", "landlock", "user")
 EXIT_UNAVAILABLE = 97
@@ -113,6 +117,25 @@ EXIT_LIMIT = 98
 SANDBOX_USER = "attention-sandbox"
 BWRAP = "/usr/bin/bwrap"
 SCRIPT = os.path.abspath(__file__)
+
+
+def _beside(name: str):
+    """The course module `name` that sits beside this file, however this file runs: imported as
+    part of the package, as a script (the supervisor), or as the inner stage from the archive
+    that holds both (`_inner_archive`), where the archive is on sys.path."""
+    path = os.path.join(os.path.dirname(SCRIPT), f"{name}.py")
+    if not os.path.exists(path):
+        return importlib.import_module(name)
+    spec = importlib.util.spec_from_file_location(f"_attention_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if __package__:
+    from . import linux
+else:
+    linux = _beside("linux")
 
 # What Python and the usual libraries (torch, numpy, matplotlib, ipykernel, zmq) read from the
 # system, besides the interpreter's own prefixes. /proc, /sys and /dev are handled separately.
@@ -178,47 +201,8 @@ class Unavailable(Exception):
 
 
 # ---------------------------------------------------------------------------------------------
-# Low-level: libc, prctl, capabilities, rlimits
+# Low-level: capabilities (libc, prctl and Landlock are grading/linux.py's)
 # ---------------------------------------------------------------------------------------------
-_libc = None
-
-
-def libc():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
-        _libc.prctl.restype = ctypes.c_int
-    return _libc
-
-
-def _check(result, what):
-    if result < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-    return result
-
-
-def syscall(nr, *args):
-    conv = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
-    return _check(libc().syscall(ctypes.c_long(nr), *conv), f"syscall {nr}")
-
-
-def prctl(option, a2=0, a3=0, a4=0, a5=0):
-    args = [ctypes.c_ulong(a) if isinstance(a, int) else a for a in (a2, a3, a4, a5)]
-    return _check(libc().prctl(ctypes.c_int(option), *args), f"prctl {option}")
-
-
-PR_SET_PDEATHSIG = 1
-PR_SET_DUMPABLE = 4
-PR_SET_SECCOMP = 22
-PR_CAPBSET_DROP = 24
-PR_GET_SECUREBITS = 27
-PR_SET_SECUREBITS = 28
-PR_SET_CHILD_SUBREAPER = 36
-PR_SET_NO_NEW_PRIVS = 38
-PR_CAP_AMBIENT = 47
-PR_CAP_AMBIENT_CLEAR_ALL = 4
 SECCOMP_MODE_FILTER = 2
 # NOROOT + locked, NO_SETUID_FIXUP off + locked, KEEP_CAPS off + locked,
 # NO_CAP_AMBIENT_RAISE + locked
@@ -248,7 +232,7 @@ def drop_privileges(uid: int | None, gid: int | None) -> None:
     Raises Unavailable("caps" or "user", ...) when the result is not what it must be."""
     if os.geteuid() == 0:
         try:
-            prctl(PR_SET_SECUREBITS, SECUREBITS)
+            linux.prctl(linux.PR_SET_SECUREBITS, SECUREBITS)
         except OSError as e:
             raise Unavailable("caps", f"cannot lock securebits as uid 0 ({e.strerror})") from e
         try:
@@ -258,7 +242,7 @@ def drop_privileges(uid: int | None, gid: int | None) -> None:
             last = 63
         for cap in range(last + 1):
             try:
-                prctl(PR_CAPBSET_DROP, cap)
+                linux.prctl(linux.PR_CAPBSET_DROP, cap)
             except OSError as e:
                 if e.errno != errno.EINVAL:
                     raise Unavailable(
@@ -274,12 +258,12 @@ def drop_privileges(uid: int | None, gid: int | None) -> None:
         if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
             raise Unavailable("user", f"the switch to uid {uid} did not take")
     try:
-        prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+        linux.prctl(linux.PR_CAP_AMBIENT, linux.PR_CAP_AMBIENT_CLEAR_ALL)
     except OSError:
         pass
     header = _CapHeader(0x20080522, 0)
     data = (_CapData * 2)()
-    if libc().capset(ctypes.byref(header), data) != 0:
+    if linux.libc().capset(ctypes.byref(header), data) != 0:
         raise Unavailable("caps", f"capset failed ({os.strerror(ctypes.get_errno())})")
     fields = _status_fields()
     for key in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
@@ -288,91 +272,8 @@ def drop_privileges(uid: int | None, gid: int | None) -> None:
     if os.geteuid() == 0 or os.getuid() == 0:
         if int(fields.get("CapBnd", "0"), 16):
             raise Unavailable("caps", "the bounding set is not empty for a uid-0 child")
-        if libc().prctl(PR_GET_SECUREBITS, 0, 0, 0, 0) & 0x01 == 0:
+        if linux.libc().prctl(linux.PR_GET_SECUREBITS, 0, 0, 0, 0) & 0x01 == 0:
             raise Unavailable("caps", "securebits NOROOT is not set for a uid-0 child")
-
-
-# ---------------------------------------------------------------------------------------------
-# Landlock
-# ---------------------------------------------------------------------------------------------
-SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
-LL_EXECUTE, LL_WRITE_FILE, LL_READ_FILE, LL_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-LL_REFER, LL_TRUNCATE, LL_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
-LL_FILE_RIGHTS = LL_EXECUTE | LL_WRITE_FILE | LL_READ_FILE | LL_TRUNCATE | LL_IOCTL_DEV
-LL_NET_BIND_TCP, LL_NET_CONNECT_TCP = 1 << 0, 1 << 1
-LL_SCOPE_ABSTRACT_UNIX_SOCKET, LL_SCOPE_SIGNAL = 1 << 0, 1 << 1
-LANDLOCK_RULE_PATH_BENEATH = 1
-
-
-def landlock_abi() -> int:
-    """The Landlock ABI version of the running kernel; -ENOSYS/-EOPNOTSUPP as negative errno."""
-    r = libc().syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_long(0), ctypes.c_long(1))
-    return r if r >= 0 else -ctypes.get_errno()
-
-
-def landlock_reason(abi: int) -> str | None:
-    if abi > 0:
-        return None
-    if -abi == errno.EOPNOTSUPP:
-        return "Landlock: built into this kernel but not enabled (add landlock to the lsm= kernel boot parameter)"
-    return "Landlock: not supported by this kernel (needs Linux 5.13+)"
-
-
-def _handled_fs(abi: int) -> int:
-    rights = (1 << 13) - 1
-    if abi >= 2:
-        rights |= LL_REFER
-    if abi >= 3:
-        rights |= LL_TRUNCATE
-    if abi >= 5:
-        rights |= LL_IOCTL_DEV
-    return rights
-
-
-def landlock_ruleset(read: list[str], write: list[str], dev: list[str]) -> int:
-    """A ruleset fd (not yet enforced). Paths that do not exist are skipped."""
-    abi = landlock_abi()
-    if abi < 1:
-        raise Unavailable("landlock", landlock_reason(abi))
-    fs = _handled_fs(abi)
-    net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP if abi >= 4 else 0
-    scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL if abi >= 6 else 0
-    size = 8 if abi < 4 else 16 if abi < 6 else 24
-    attr = ctypes.create_string_buffer(struct.pack("<QQQ", fs, net, scoped)[:size], size)
-    try:
-        ruleset = syscall(SYS_LANDLOCK_CREATE_RULESET, attr, size, 0)
-    except OSError as e:
-        raise Unavailable("landlock", f"landlock_create_ruleset failed ({e.strerror})") from e
-    rules = [(p, (LL_EXECUTE | LL_READ_FILE | LL_READ_DIR) & fs) for p in read]
-    rules += [(p, LL_READ_FILE | LL_WRITE_FILE | LL_TRUNCATE | LL_IOCTL_DEV) for p in dev]
-    rules += [(p, fs) for p in write]
-    for path, rights in rules:
-        try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            if not stat.S_ISDIR(os.fstat(fd).st_mode):
-                rights &= LL_FILE_RIGHTS
-            rights &= fs
-            if not rights:
-                continue
-            attr = ctypes.create_string_buffer(struct.pack("<Qi", rights, fd), 12)
-            syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, attr, 0)
-        except OSError as e:
-            raise Unavailable("landlock", f"landlock_add_rule {path} failed ({e.strerror})") from e
-        finally:
-            os.close(fd)
-    return ruleset
-
-
-def landlock_enforce(ruleset: int) -> None:
-    try:
-        syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0)
-    except OSError as e:
-        raise Unavailable("landlock", f"landlock_restrict_self failed ({e.strerror})") from e
-    finally:
-        os.close(ruleset)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,13 +291,8 @@ def _seccomp_programs(layers) -> dict[str, str]:
     """The filters the inner stage may need, as hex (it picks by the uid it ends up with): "0" for a
     child that is not uid 0, "1" for one that is. Built by libseccomp (grading/seccomp_filter.py,
     loaded from beside this file, which also runs as a plain script)."""
-    import importlib.util
-
     sandbox = "landlock" in layers or "bwrap" in layers
-    path = os.path.join(os.path.dirname(SCRIPT), "seccomp_filter.py")
-    spec = importlib.util.spec_from_file_location("_attention_seccomp_filter", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _beside("seccomp_filter")
     try:
         programs = {"1": module.program(sandbox, uid0=True).hex()}
         if sandbox:
@@ -412,7 +308,7 @@ def seccomp_install(program: bytes, layer: str) -> None:
     filters = (_SockFilter * count).from_buffer_copy(program)
     fprog = _SockFprog(count, filters)
     try:
-        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog))
+        linux.prctl(linux.PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog))
     except OSError as e:
         raise Unavailable(layer, f"seccomp filter refused ({e.strerror})") from e
 
@@ -530,17 +426,23 @@ def _inner(cfg: dict, status: int) -> None:
     ruleset = None
     if "landlock" in layers:
         # Opened before the uid switch: the sandbox user may not be able to reach every path.
-        ruleset = landlock_ruleset(cfg["ll_read"], cfg["write"], list(DEV_NODES))
+        try:
+            ruleset = linux.landlock_ruleset(cfg["ll_read"], cfg["write"], list(DEV_NODES))
+        except linux.LandlockError as e:
+            raise Unavailable("landlock", str(e)) from e
     uid = cfg.get("uid") if "user" in layers else None
     drop_privileges(uid, cfg.get("gid"))
     if "user" in layers and (os.getuid() == 0 or os.geteuid() == 0):
         raise Unavailable("user", "the program would still run as uid 0")
-    prctl(PR_SET_NO_NEW_PRIVS, 1)
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid switch, which clears it
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid switch, which clears it
     if cfg.get("ppid") and os.getppid() != cfg["ppid"]:
         os._exit(EXIT_UNAVAILABLE)  # the supervisor is gone already
     if ruleset is not None:
-        landlock_enforce(ruleset)
+        try:
+            linux.landlock_enforce(ruleset)
+        except linux.LandlockError as e:
+            raise Unavailable("landlock", str(e)) from e
     keep = {status}
     for fd in sorted(int(x) for x in os.listdir("/proc/self/fd")):
         if fd > 2 and fd not in keep:
@@ -800,7 +702,7 @@ def _preflight(policy: Policy) -> dict:
     if not os.path.isdir(policy.cwd):
         raise Unavailable("policy", f"cwd {policy.cwd} does not exist")
     if "landlock" in policy.layers:
-        reason = landlock_reason(landlock_abi())
+        reason = linux.landlock_reason(linux.landlock_abi())
         if reason:
             raise Unavailable("landlock", reason)
     if "bwrap" in policy.layers and not os.access(bwrap_path(), os.X_OK):
@@ -919,11 +821,23 @@ def bwrap_argv(policy: Policy, info_fd: int, user: bool, host: Host) -> list[str
     return args
 
 
+def _inner_archive() -> bytes:
+    """What the inner stage runs from inside bubblewrap, where no file of the course is mounted:
+    a zip archive of this file and grading/linux.py, run by Python as `/proc/self/fd/N`."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for name, text in (
+            ("__main__.py", "import sys\n\nimport confine\n\nsys.exit(confine.main())\n"),
+            ("confine.py", Path(SCRIPT).read_text(encoding="utf-8")),
+            ("linux.py", Path(SCRIPT).with_name("linux.py").read_text(encoding="utf-8")),
+        ):
+            archive.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), text)
+    return buffer.getvalue()
+
+
 def _memfd_source() -> int:
-    with open(SCRIPT, "rb") as f:
-        source = f.read()
     fd = os.memfd_create("confine-inner", os.MFD_ALLOW_SEALING)
-    os.write(fd, source)
+    os.write(fd, _inner_archive())
     import fcntl
 
     seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
@@ -1035,8 +949,8 @@ class Supervisor:
         policy = self.policy
         self.parent = os.getppid()  # when it goes (a grader killed), the confined tree goes too
         try:
-            prctl(PR_SET_DUMPABLE, 0)
-            prctl(PR_SET_CHILD_SUBREAPER, 1)
+            linux.not_dumpable()
+            linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
         except OSError as e:
             return _fail("setup", f"prctl failed ({e.strerror})")
         try:
@@ -1383,7 +1297,7 @@ def probe(python: str = sys.executable, layers=LAYERS) -> dict[str, str | None]:
     result: dict[str, str | None] = {}
     for layer in layers:
         if layer == "landlock":
-            result[layer] = landlock_reason(landlock_abi()) or _try(python, ["landlock"])
+            result[layer] = linux.landlock_reason(linux.landlock_abi()) or _try(python, ["landlock"])
         elif layer == "bwrap":
             if not os.access(bwrap_path(), os.X_OK):
                 result[layer] = f"bubblewrap: {BWRAP} not found (apt-get install bubblewrap)"

@@ -42,7 +42,7 @@ from pathlib import Path
 from traitlets import List, Unicode
 from traitlets.config import Application
 
-from . import as_data, confine, workspace
+from . import as_data, confine, linux, workspace
 from . import gradebook as records
 from . import settings as grading_settings
 from .coursedir import CoursePaths, paths
@@ -109,7 +109,7 @@ def nbgrader(
         PYTHONPATH=os.pathsep.join([str(course), str(course / "course_helpers")]),
         ATTENTION_GRADER_PROCESS="1",
     )
-    confine.libc()  # loaded here, not in the child between fork and exec
+    linux.libc()  # loaded here, not in the child between fork and exec
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(
             [sys.executable, str(cli), *args],
@@ -136,7 +136,7 @@ def nbgrader(
 
 def _die_with_parent() -> None:
     """In the child: killed when the thread that started it goes (a Dask worker that dies)."""
-    confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def bounded(proc: subprocess.Popen, memory: int | None, timeout: float | None) -> str:

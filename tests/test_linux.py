@@ -1,0 +1,146 @@
+"""grading/linux.py: prctl and Landlock, tried for real in forked children of this test (no root,
+no bubblewrap), and the one place of the course that spells their numbers."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grading import confine, linux
+
+REPO = Path(__file__).resolve().parents[1]
+ABI = linux.landlock_abi()
+needs_landlock = pytest.mark.skipif(
+    ABI < 1 and not os.environ.get("CI"), reason=linux.landlock_reason(ABI) or "Landlock works"
+)
+needs_scoping = pytest.mark.skipif(ABI < 6 and not os.environ.get("CI"), reason=f"Landlock ABI {ABI} < 6")
+
+
+def _in_child(attempt) -> dict:
+    """`attempt()` (a dict) in a forked child; what it returned, or {"error": ...}."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.write(write, json.dumps(attempt()).encode())
+        except BaseException as exc:
+            os.write(write, json.dumps({"error": repr(exc)}).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as handle:
+        data = handle.read()
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def test_not_dumpable_takes():
+    def attempt():
+        before = linux.prctl(linux.PR_GET_DUMPABLE)
+        linux.not_dumpable()
+        return {"before": before, "after": linux.prctl(linux.PR_GET_DUMPABLE)}
+
+    assert _in_child(attempt) == {"before": 1, "after": 0}
+
+
+def test_reasons_and_rights_by_abi():
+    assert linux.landlock_reason(3) is None
+    assert "not enabled" in linux.landlock_reason(-errno.EOPNOTSUPP)
+    assert "5.13" in linux.landlock_reason(-errno.ENOSYS)
+    assert linux.handled_fs(1) == (1 << 13) - 1
+    assert linux.handled_fs(2) & linux.LL_REFER and not linux.handled_fs(2) & linux.LL_TRUNCATE
+    assert linux.handled_fs(5) & linux.LL_IOCTL_DEV
+
+
+@needs_landlock
+def test_a_ruleset_reads_beneath_its_paths_and_nothing_else(tmp_path):
+    allowed, other = tmp_path / "allowed", tmp_path / "other"
+    for folder in (allowed, other):
+        folder.mkdir()
+        (folder / "file").write_text("x")
+
+    def attempt():
+        ruleset = linux.landlock_ruleset([str(allowed)], [], [])
+        linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+        linux.landlock_enforce(ruleset)
+        out = {"allowed": (allowed / "file").read_text()}
+        for name, path in (("other", other / "file"), ("write", allowed / "new")):
+            try:
+                path.write_text("y") if name == "write" else path.read_text()
+                out[name] = "done"
+            except PermissionError:
+                out[name] = "refused"
+        return out
+
+    assert _in_child(attempt) == {"allowed": "x", "other": "refused", "write": "refused"}
+
+
+@needs_landlock
+def test_a_missing_path_is_skipped_and_a_refusal_says_which_call(tmp_path):
+    ruleset = linux.landlock_ruleset([str(tmp_path / "absent")], [], [])
+    os.close(ruleset)
+    not_a_ruleset = os.open(os.devnull, os.O_RDONLY)
+    with pytest.raises(linux.LandlockError, match=r"landlock_restrict_self failed \(.*"):
+        linux.landlock_enforce(not_a_ruleset)  # and it is closed
+    with pytest.raises(OSError):
+        os.fstat(not_a_ruleset)
+
+
+@needs_scoping
+def test_scoping_itself_a_process_can_no_longer_signal_its_parent():
+    parent = os.getpid()
+
+    def attempt():
+        os.kill(parent, 0)  # allowed before
+        scoped = linux.landlock_scope_self()
+        try:
+            os.kill(parent, 0)
+            after = "delivered"
+        except PermissionError:
+            after = "refused"
+        return {"scoped": scoped, "after": after}
+
+    assert _in_child(attempt) == {"scoped": True, "after": "refused"}
+
+
+def test_the_inner_stage_archive_holds_confine_and_linux_as_they_are():
+    import io
+    import zipfile
+
+    archive = zipfile.ZipFile(io.BytesIO(confine._inner_archive()))
+    assert sorted(archive.namelist()) == ["__main__.py", "confine.py", "linux.py"]
+    for name in ("confine.py", "linux.py"):
+        assert archive.read(name) == (REPO / "grading" / name).read_bytes()
+    assert confine._inner_archive() == confine._inner_archive()  # reproducible: no time stamps
+
+
+def test_the_inner_stage_archive_runs_as_a_script(tmp_path):
+    """Python runs the archive as bubblewrap's inner stage does (`-I -S`, no site): `confine`
+    then finds `linux` in the archive, not beside it on disk."""
+    archive = tmp_path / "inner.pyz"
+    archive.write_bytes(confine._inner_archive())
+    code = subprocess.run([sys.executable, "-I", "-S", str(archive)], capture_output=True, text=True, timeout=60)
+    assert (code.returncode, code.stderr) == (
+        2,
+        "usage: confine.py run --policy POLICY.json -- ARGV... | confine.py probe\n",
+    )
+
+
+def test_only_linux_py_spells_the_calls():
+    """prctl options and Landlock syscall numbers live in grading/linux.py alone."""
+    spelled = re.compile(r"syscall\((ctypes\.c_long\()?44[4-6]|prctl\(\s*(4|38)\s*,|PR_SET_DUMPABLE\s*=|_LandlockAttr")
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True).stdout.split()
+    found = [
+        path
+        for path in tracked
+        if path != "grading/linux.py" and not path.startswith("tests/") and spelled.search((REPO / path).read_text())
+    ]
+    assert found == []
