@@ -96,6 +96,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import errno
+import functools
 import importlib
 import importlib.util
 import io
@@ -622,70 +623,22 @@ def _du(paths: list[str]) -> int:
     return total
 
 
-def _proc_table() -> dict[int, tuple[int, int, int]]:
-    """pid -> (ppid, real uid, threads) for every process, from /proc."""
-    table = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            table[int(name)] = (int(fields[1]), -1, int(fields[17]))
-        except (OSError, IndexError, ValueError):
-            continue
-    return table
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in _proc_table().items():
-        children.setdefault(ppid, []).append(pid)
-    out, stack = [], [root]
-    while stack:
-        for kid in children.get(stack.pop(), ()):
-            out.append(kid)
-            stack.append(kid)
-    return out
-
-
-def _resident_bytes(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            return int(f.read().split()[1]) * PAGE
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _proportional_bytes(pid: int) -> int:
-    """The process's share of its pages (forked children sharing pages count them once in all)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
-            for line in f:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
-    return _resident_bytes(pid)
-
-
-def tree_memory(pids: list[int], cap: int) -> int:
-    """Memory of a tree of processes: the resident sizes (cheap), and, only when those pass the
-    cap, the proportional sizes, so that a forking program is not charged for shared pages."""
-    resident = sum(_resident_bytes(pid) for pid in pids)
-    if resident <= cap:
-        return resident
-    return sum(_proportional_bytes(pid) for pid in pids)
+@functools.cache
+def _limits():
+    """grading/limits.py, which lists, measures and kills process trees with psutil: the
+    supervisor's (the inner stage, which runs without site-packages, never needs it)."""
+    return importlib.import_module(".limits", __package__) if __package__ else _beside("limits")
 
 
 def _uid_tasks(uid: int) -> int:
+    """Threads of every process whose real uid is `uid` (what RLIMIT_NPROC counts)."""
+    import psutil
+
     n = 0
-    for pid, (_, _, threads) in _proc_table().items():
-        try:
-            if os.stat(f"/proc/{pid}").st_uid == uid:
-                n += threads
-        except OSError:
-            pass
+    for process in psutil.process_iter(["uids", "num_threads"]):
+        uids, threads = process.info["uids"], process.info["num_threads"]
+        if uids is not None and uids.real == uid:
+            n += threads or 0
     return n
 
 
@@ -852,7 +805,12 @@ def _ns_child(init_pid: int, inner_pid: int) -> int | None:
         with open(f"/proc/{init_pid}/task/{init_pid}/children") as f:
             kids = [int(x) for x in f.read().split()]
     except OSError:  # no CONFIG_PROC_CHILDREN
-        kids = [pid for pid, (ppid, _, _) in _proc_table().items() if ppid == init_pid]
+        import psutil
+
+        try:
+            kids = [child.pid for child in psutil.Process(init_pid).children()]
+        except psutil.Error:
+            kids = []
     for kid in kids:
         try:
             with open(f"/proc/{kid}/status") as f:
@@ -922,8 +880,9 @@ class Supervisor:
                 code = os.waitstatus_to_exitcode(status)
                 self.exit_status = code if code >= 0 else 128 - code
 
-    def descendants(self) -> list[int]:
-        return _descendants(os.getpid())
+    def descendants(self) -> list:
+        """Every process below the supervisor (psutil processes)."""
+        return _limits().below(os.getpid())
 
     def kill_tree(self):
         if self.info.get("child-pid"):
@@ -934,11 +893,7 @@ class Supervisor:
                 pass
         for _ in range(100000):
             kids = self.descendants()
-            for pid in kids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+            _limits().kill(kids)
             alive = self._reap()
             if not kids and not alive:
                 return
@@ -1067,7 +1022,7 @@ class Supervisor:
                     break
             if policy.memory_bytes and now >= next_memory:
                 next_memory = now + MEMORY_EVERY
-                used = tree_memory(self.descendants(), policy.memory_bytes)
+                used = _limits().tree_memory(self.descendants(), policy.memory_bytes)
                 if used > policy.memory_bytes:
                     self.limit = (
                         f"memory: {used // 2**20} MiB > memory_bytes {policy.memory_bytes // 2**20} MiB; stopped"

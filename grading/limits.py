@@ -1,10 +1,11 @@
-"""Time and memory limits on processes that run student code, enforced from outside.
+"""Time and memory limits on processes that run student code, enforced from outside, on psutil.
 
 `watch` waits for a process while summing the memory of the processes below it (their
 proportional set size, so that forked processes sharing pages are not counted many times); over
 the cap, the largest of them is killed (for nbgrader: a student's kernel, so nbgrader reports a
 dead kernel and goes on; never the watched process itself, unless `kill_whole_tree`), and the
 whole tree is killed after the time limit. Polling works with any allocator and needs no cgroups.
+The confinement's supervisor lists, measures and kills its tree with the same functions.
 """
 
 from __future__ import annotations
@@ -27,6 +28,23 @@ def _tree(proc: psutil.Process) -> list[psutil.Process]:
         return []
 
 
+def below(pid: int) -> list[psutil.Process]:
+    """Every process below `pid` (not `pid` itself); [] when it is gone."""
+    try:
+        return _tree(psutil.Process(pid))[1:]
+    except psutil.Error:
+        return []
+
+
+def kill(processes: list[psutil.Process]) -> None:
+    """SIGKILL each of them that is still the process it was (psutil checks for a reused pid)."""
+    for process in processes:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+
+
 def kill_tree(pid: int) -> None:
     """Kill a process and everything it started."""
     try:
@@ -34,8 +52,7 @@ def kill_tree(pid: int) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     try:
-        for p in _tree(psutil.Process(pid)):
-            p.kill()
+        kill(_tree(psutil.Process(pid)))
     except psutil.Error:
         pass
 
@@ -60,6 +77,20 @@ def _sizes(tree: list[psutil.Process], size) -> list[tuple[int, psutil.Process]]
         except psutil.Error:
             continue
     return sizes
+
+
+def measure(tree: list[psutil.Process], cap: int) -> list[tuple[int, psutil.Process]]:
+    """The size of each process of a tree: resident sizes, cheap to read and never below the
+    proportional ones; only when those together pass `cap`, the proportional sizes (a walk of
+    every mapping, costly for processes that hold torch), so that forked processes sharing pages
+    are not charged for them many times."""
+    sizes = _sizes(tree, _resident)
+    return sizes if sum(s for s, _ in sizes) <= cap else _sizes(tree, _size)
+
+
+def tree_memory(tree: list[psutil.Process], cap: int) -> int:
+    """The memory of a tree of processes, as `measure` counts it."""
+    return sum(size for size, _ in measure(tree, cap))
 
 
 class Stop(str):
@@ -92,12 +123,7 @@ def watch(proc: subprocess.Popen, memory: int, seconds: float, kill_whole_tree: 
         # only the known processes' sizes in between (cheap), so watching costs almost nothing.
         if time.monotonic() - refreshed >= TREE_REFRESH:
             tree, refreshed = _tree(root)[1:], time.monotonic()
-        # The resident size is cheap to read and never below the proportional one, so the
-        # proportional sizes (a walk of every mapping, costly for processes that hold torch) are
-        # read only when the resident sizes together pass the cap.
-        sizes = _sizes(tree, _resident)
-        if sum(s for s, _ in sizes) > memory:
-            sizes = _sizes(tree, _size)
+        sizes = measure(tree, memory)
         if sum(s for s, _ in sizes) > memory:
             reason = Stop("memory", memory / 1024**3)
             if kill_whole_tree:
