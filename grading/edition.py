@@ -228,16 +228,19 @@ def compile_messages(course: Course, language: str, catalog: Catalog) -> Path:
 
 
 def build_edition(course: Course, name: str) -> Path:
-    """Write source/<assignment>/ of an edition: translated notebooks (outputs kept only where the
-    code is unchanged: `make outputs` re-runs them). The helpers are not copied: every
+    """Bring the edition's catalogue up to date with the English units (new ones untranslated,
+    changed ones stale), then write source/<assignment>/ of the edition: translated notebooks
+    (outputs kept only where the code is unchanged: `make outputs` re-runs them). The helpers are not copied: every
     environment has them installed, and the folder's name tells them the language."""
     edition = course.edition(name)
     catalog = merged(course, edition.language)
+    write_catalogue(course, edition.language, catalog)  # new English units land there, for translators
     missing = problems(course, edition.language)
     if missing:  # the edition is still built (those units stay in English); the tests fail until done
         print(
             f"WARNING: the {edition.language} catalogue lacks {len(missing)} unit(s), left in English; "
-            f"see `make translations`:\n  " + "\n  ".join(missing[:10])
+            f"translate them in {catalogue_dir(course, edition.language).relative_to(course.root)}/ "
+            "and run `make outputs` again:\n  " + "\n  ".join(missing[:10])
         )
     compile_messages(course, edition.language, catalog)
     dest = course.source_dir(name)

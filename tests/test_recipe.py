@@ -4,13 +4,15 @@ and it is checked, released and graded (CONTRIBUTING.md, "Recipe: add an exercis
 from __future__ import annotations
 
 import csv
+import hashlib
 import re
 import textwrap
 
 import nbformat
 import pytest
-from conftest import REPO, copy_course, describe, run
+from conftest import COURSE_PIECES, REPO, copy_course, describe, run
 
+from grading.edition import read_catalogue, write_catalogue
 from grading.manifest import load
 from tools.classroom import submission, write_submission, wrong_answer
 
@@ -48,9 +50,63 @@ def _meta(grade_id, solution, points=None):
     return {"nbgrader": meta}
 
 
+def _files(root) -> dict[str, str]:
+    """Every file of the course pieces under `root` with its digest (caches and build output left out)."""
+    found = {}
+    for piece in COURSE_PIECES:
+        top = root / piece
+        for path in [top] if top.is_file() else sorted(top.rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if path.is_file() and not re.search(r"(^|/)(__pycache__|\.ipynb_checkpoints|build)/|\.egg-info/", rel):
+                found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def _guide_commit() -> tuple[set[str], set[str], int, int]:
+    """The files of an exercise's commit as the guide lists them: (edited or translated by
+    hand, written by `make outputs`, and the two counts it gives)."""
+    guide = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    paragraph = guide[guide.index("**An exercise's commit**") :].split("\n\n")[0]
+    by_hand, generated = paragraph.split("`make outputs` writes", 1)
+    generated = generated.split("`tests/test_recipe.py`")[0]
+
+    def named(text: str) -> set[str]:
+        return {p.replace("<notebook>", NOTEBOOK) for p in re.findall(r"`([\w./<>-]+\.\w+)`", text)}
+
+    counts = re.search(r"(\w+) files, (\w+) by hand and (\w+) generated", paragraph)
+    words = dict(zip("one two three four five six seven eight nine ten eleven twelve".split(), range(1, 13)))
+    total, hand, made = (words[counts[i]] for i in (1, 2, 3))
+    assert total == hand + made, paragraph
+    return named(by_hand), named(generated), hand, made
+
+
+def _translate(root) -> list[str]:
+    """What a translator does in step 4: every new unit of the zh-CN catalogue gets its translation
+    (code cells keep their code; the mistake's sentence in Chinese). The units translated."""
+    course = load(root)
+    catalog = read_catalogue(course, "zh-CN")
+    done = []
+    for message in catalog:
+        if not message.id or message.string:
+            continue
+        if message.context == "mistake/double_scores/forgot_the_factor":
+            message.string = "把分数乘以 2。"
+        elif (message.context or "").startswith(f"{NOTEBOOK}/"):
+            message.string = message.id  # the answer cell: its docstring may stay English in this walk
+        else:
+            continue
+        done.append(message.context)
+    write_catalogue(course, "zh-CN", catalog)
+    return done
+
+
+WALK: dict = {}  # what the walk of the recipe saw, for the tests below
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     root = copy_course(tmp_path_factory.mktemp("recipe") / "course")
+    before = _files(root)
     # 1. the cells, at the end of the notebook
     path = root / "source" / "attention" / f"{NOTEBOOK}.ipynb"
     nb = nbformat.read(path, as_version=4)
@@ -63,9 +119,45 @@ def course(tmp_path_factory):
     with open(root / "course.toml", "a") as handle:
         handle.write(ENTRY)
     # 3. one make target
-    proc = run(["make", "outputs", f"VENV={REPO / '.venv'}", f"NOTEBOOKS={NOTEBOOK}"], cwd=root, timeout=1200)
+    outputs = ["make", "outputs", f"VENV={REPO / '.venv'}", f"NOTEBOOKS={NOTEBOOK}"]
+    proc = run(outputs, cwd=root, timeout=1200)
     assert proc.returncode == 0, describe(proc)
+    WALK["first"] = proc.stdout
+    # 4. translate what it added to the catalogues, and the target again
+    WALK["translated"] = _translate(root)
+    proc = run(outputs, cwd=root, timeout=1200)
+    assert proc.returncode == 0, describe(proc)
+    WALK["second"] = proc.stdout
+    after = _files(root)
+    WALK["changed"] = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
     return load(root)
+
+
+def test_make_outputs_puts_the_new_units_in_the_catalogue_and_lists_them(course):
+    assert sorted(WALK["translated"]) == [
+        f"{NOTEBOOK}/{cell.id}"
+        for cell in nbformat.read(course.source_notebook(NOTEBOOK), as_version=4).cells
+        if "double_scores" in cell.source and "check(" not in cell.source
+    ] + ["mistake/double_scores/forgot_the_factor"]
+    assert "lacks 2 unit(s), left in English" in WALK["first"], WALK["first"]
+    assert "lacks" not in WALK["second"], WALK["second"]
+
+
+def test_the_exercise_reaches_the_other_edition(course):
+    released = nbformat.read(course.release_dir("zh-CN") / f"{NOTEBOOK}.ipynb", as_version=4)
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in released.cells]
+    assert "double_scores" in ids and "test_double_scores" in ids
+    import gettext
+
+    with open(course.data_dir / "locale" / "zh_CN" / "LC_MESSAGES" / "course.mo", "rb") as handle:
+        compiled = gettext.GNUTranslations(handle)  # the copy's messages, as the checks read them
+    assert compiled.pgettext("mistake/double_scores/forgot_the_factor", "Multiply the scores by 2.") == "把分数乘以 2。"
+
+
+def test_the_guide_names_every_file_of_the_exercises_commit(course):
+    by_hand, generated, hand_count, generated_count = _guide_commit()
+    assert WALK["changed"] == by_hand | generated, (sorted(WALK["changed"]), sorted(by_hand | generated))
+    assert (len(by_hand), len(generated)) == (hand_count, generated_count)
 
 
 def test_the_new_exercise_is_released_as_a_stub_with_its_visible_cases(course):
