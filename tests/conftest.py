@@ -7,6 +7,7 @@ copy of the pieces nbgrader needs, so tests that release or grade never touch th
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -119,6 +120,28 @@ def copy_course(dest: Path) -> Path:
         elif src.is_file():
             shutil.copy2(src, dest / name)
     return dest
+
+
+def in_child(attempt) -> dict:
+    """`attempt()` (a dict, as JSON) in a forked child of this test: what it returned,
+    {"error": repr} when it raised, or {"signal": N} when something killed the child."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.write(write, json.dumps(attempt()).encode())
+        except BaseException as exc:
+            os.write(write, json.dumps({"error": repr(exc)}).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as handle:
+        data = handle.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return {"signal": os.WTERMSIG(status)}
+    return json.loads(data)
 
 
 def give_to(path, account) -> None:

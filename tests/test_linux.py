@@ -4,7 +4,6 @@ no bubblewrap), and the one place of the course that spells their numbers."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import subprocess
@@ -12,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import in_child
 
 from grading import confine, linux
 
@@ -23,32 +23,13 @@ needs_landlock = pytest.mark.skipif(
 needs_scoping = pytest.mark.skipif(ABI < 6 and not os.environ.get("CI"), reason=f"Landlock ABI {ABI} < 6")
 
 
-def _in_child(attempt) -> dict:
-    """`attempt()` (a dict) in a forked child; what it returned, or {"error": ...}."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(read)
-            os.write(write, json.dumps(attempt()).encode())
-        except BaseException as exc:
-            os.write(write, json.dumps({"error": repr(exc)}).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as handle:
-        data = handle.read()
-    os.waitpid(pid, 0)
-    return json.loads(data)
-
-
 def test_not_dumpable_takes():
     def attempt():
         before = linux.prctl(linux.PR_GET_DUMPABLE)
         linux.not_dumpable()
         return {"before": before, "after": linux.prctl(linux.PR_GET_DUMPABLE)}
 
-    assert _in_child(attempt) == {"before": 1, "after": 0}
+    assert in_child(attempt) == {"before": 1, "after": 0}
 
 
 def test_reasons_and_rights_by_abi():
@@ -80,7 +61,7 @@ def test_a_ruleset_reads_beneath_its_paths_and_nothing_else(tmp_path):
                 out[name] = "refused"
         return out
 
-    assert _in_child(attempt) == {"allowed": "x", "other": "refused", "write": "refused"}
+    assert in_child(attempt) == {"allowed": "x", "other": "refused", "write": "refused"}
 
 
 @needs_landlock
@@ -108,7 +89,7 @@ def test_scoping_itself_a_process_can_no_longer_signal_its_parent():
             after = "refused"
         return {"scoped": scoped, "after": after}
 
-    assert _in_child(attempt) == {"scoped": True, "after": "refused"}
+    assert in_child(attempt) == {"scoped": True, "after": "refused"}
 
 
 def test_the_inner_stage_archive_holds_confine_and_linux_as_they_are():

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import json
 import os
 import platform
 import signal
@@ -14,6 +13,7 @@ import socket
 import tempfile
 
 import pytest
+from conftest import in_child
 
 from grading import confine, linux, seccomp_filter
 
@@ -21,25 +21,13 @@ from grading import confine, linux, seccomp_filter
 def _in_filtered_child(program: bytes, attempts) -> dict:
     """Run `attempts()` (a dict of results) in a forked child under `program`: what it returned,
     or {"signal": N} when the filter killed it."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(read)
-            linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-            confine.seccomp_install(program, "landlock")
-            os.write(write, json.dumps(attempts()).encode())
-        except BaseException as exc:
-            os.write(write, json.dumps({"error": repr(exc)}).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as handle:
-        data = handle.read()
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        return {"signal": os.WTERMSIG(status)}
-    return json.loads(data)
+
+    def filtered():
+        linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+        confine.seccomp_install(program, "landlock")
+        return attempts()
+
+    return in_child(filtered)
 
 
 def _errno_of(call) -> int:
