@@ -73,12 +73,12 @@ def grade_group(assignment: str, students: list[str], settings: dict, log) -> in
 
 if __name__ == "__main__":
     fast_start()
-    if sys.argv[1:2] == ["grade-group"]:  # make grade's own process: no student process may read it
-        from grading import linux
-
-        linux.not_dumpable()
     if sys.argv[1:2] == ["grade-group"]:
         import json
+
+        from grading import linux
+
+        linux.not_dumpable()  # make grade's own process: no student process may read it
 
         args = sys.argv[2:]
         split = args.index("--")

@@ -24,7 +24,7 @@ import psutil
 import pytest
 from conftest import REPO, copy_course, venv_env
 
-from grading.cluster import QUIET, SETTINGS, grade_task, local_cluster
+from grading.cluster import QUIET, SETTINGS, grade_task, local_cluster, pytorch_threads
 from grading.grade import Submission, merge
 from grading.manifest import load
 from tools.classroom import submission, write_submission, wrong_answer
@@ -206,6 +206,21 @@ def test_a_local_clusters_workers_keep_dasks_profiler_and_monitors_quiet():
         with local_cluster(2) as cluster, Client(cluster) as client:
             seen = client.run(_housekeeping)
     assert len(seen) == 2 and all(values == QUIET for values in seen.values()), seen
+
+
+def test_an_existing_clusters_worker_gets_its_hosts_share_of_threads_unless_it_chose(monkeypatch):
+    import socket
+
+    here = {socket.gethostname(): 3}
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "1")  # what Dask's nanny gives every worker
+    pytorch_threads(here)
+    assert (os.environ["OMP_NUM_THREADS"], os.environ["MKL_NUM_THREADS"]) == ("3", "3")
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")  # the worker's own setting
+    pytorch_threads({socket.gethostname(): 2})
+    assert os.environ["OMP_NUM_THREADS"] == "5"
+    pytorch_threads(None)  # a local cluster: make grade shared the cores before it started
+    assert os.environ["OMP_NUM_THREADS"] == "5"
 
 
 # Simulated hosts: a bridge in this namespace, and one network namespace per host behind it.
