@@ -96,7 +96,10 @@ def answer_exercise(page, hub) -> None:
     page.keyboard.press("Control+s")
     saved = Path(hub.home(ANN)) / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
     for _ in range(120):  # a minute for JupyterLab to save
-        sources = ["".join(c["source"]).strip() for c in json.loads(saved.read_text())["cells"]]
+        try:  # JupyterLab may be halfway through writing it
+            sources = ["".join(c["source"]).strip() for c in json.loads(saved.read_text())["cells"]]
+        except (OSError, ValueError):
+            sources = []
         if answer.strip() in sources:
             return
         page.wait_for_timeout(500)
