@@ -112,7 +112,10 @@ c.HTMLExporter.filters = {
 c.HTMLExporter.sanitize_html = True
 c.HTMLExporter.skip_svg_encoding = False
 
-# Feedback never shows the hidden tests.
+# Feedback pages speak the submission's language: nbgrader's feedback template with its labels
+# translated, chosen for each notebook by its edition (grading/feedback_pages.py). Feedback never
+# shows the hidden tests.
+c.GenerateFeedback.exporter_class = "grading.feedback_pages.FeedbackExporter"
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",

@@ -1,16 +1,24 @@
-"""Feedback pages in the submission's language.
+"""Feedback pages in the submission's language, through nbgrader's own feedback template.
 
-nbgrader writes feedback HTML with its own English labels (Score, Test cell, Comments...). For a
-submission of another edition, `localize` puts those labels in that language (from the course's
-translation catalogue); the grading summary and the check messages in the page are already in it.
+`FeedbackExporter` is the HTML exporter of `nbgrader generate_feedback` (`GenerateFeedback.exporter_class`
+in nbgrader_config.py), whichever way feedback is made: `make grade`, formgrader, the command line.
+Its template, `templates/course_feedback.html.j2`, extends nbgrader's `feedback` template and
+writes its labels (Score, Test cell, Comments...) through the `label` filter; each notebook is
+rendered in its edition's language, read from the course manifest by the notebook's assignment.
+The grading summary and the check messages in the page are already in that language.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from nbconvert.exporters import HTMLExporter
+
 from helpers.i18n import N_, _, using
+
+from .manifest import load
+
+TEMPLATES = Path(__file__).with_name("templates")
 
 LABELS = (
     N_("Score:"),
@@ -25,17 +33,39 @@ LABELS = (
     N_("Student's task"),
     N_("Grade cell:"),
     N_("(Top)"),
-    N_("Score"),
 )
 
 
-def localize(page: Path, language: str) -> None:
-    """Rewrite nbgrader's labels of one feedback page in `language`."""
-    if language == "en":
-        return
-    text = page.read_text(encoding="utf-8")
-    with using(language):
-        for label in sorted(LABELS, key=len, reverse=True):  # "Score:" before "Score"
-            text = re.sub(rf"(?<![\w-]){re.escape(label)}(?![\w-])", _(label), text)
-    text = text.replace("<html>", f'<html lang="{language}">', 1)
-    page.write_text(text, encoding="utf-8")
+def label(text: str) -> str:
+    """One of nbgrader's labels in the language being rendered (`LABELS` lists them)."""
+    if text not in LABELS:
+        raise KeyError(f"{text!r} is not a feedback label (grading/feedback_pages.py: LABELS)")
+    return _(text)
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbgrader's feedback page, its labels in the language of the notebook's edition."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.template_paths = [*self.template_paths, str(TEMPLATES)]  # after nbgrader's, which it extends
+        self.template_file = "course_feedback.html.j2"
+
+    def default_filters(self):
+        yield from super().default_filters()
+        yield ("label", label)
+
+    def language(self, assignment: str | None) -> str:
+        """The language of `assignment`'s edition in the course being graded (English otherwise)."""
+        coursedir = getattr(self.parent, "coursedir", None)
+        if coursedir is None or assignment is None:
+            return "en"
+        # A grading course folder links `source` to the course's: the manifest sits beside it.
+        return load((Path(coursedir.root) / coursedir.source_directory).resolve().parent).language(assignment)
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        resources = dict(resources or {})
+        language = self.language(resources.get("nbgrader", {}).get("assignment"))
+        resources["feedback_language"] = language  # not "language": nbconvert sets that one
+        with using(language):
+            return super().from_notebook_node(nb, resources, **kw)

@@ -46,13 +46,11 @@ from . import as_data, confine, linux, workspace
 from . import gradebook as records
 from . import settings as grading_settings
 from .coursedir import CoursePaths, paths
-from .feedback_pages import localize
 from .intake import Unreadable, copy_file, link_below
 from .journal import Journal, key
 from .kernel import IOPUB_WAIT
 from .limits import kill_tree
 from .manifest import Course, load
-from .nbgrader_cli import fast_start
 from .sandbox import WALL_FACTOR
 from .settings import FAULTS, PROBLEMS
 from .workspace import choose_layers
@@ -318,8 +316,6 @@ def merge(course: Course, graded: Graded) -> None:
             shutil.rmtree(dest, ignore_errors=True)
             if data:
                 as_data.unpack(data, dest)
-        for page in home.of("feedback", sub.student, sub.assignment).glob("*.html"):
-            localize(page, course.edition(sub.assignment).language)
     if graded.left:
         reason = sub.refused or "; ".join(sub.faults) or "it could not be graded"
         records.zero_notebooks(course, home.gradebook, sub.assignment, sub.student, graded.left, reason)
@@ -497,7 +493,6 @@ def last_wins(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     app = GradeApp()
     app.parse_command_line(argv)
-    fast_start()
     root = Path(app.course).resolve()
     course = load(root)
     settings = app.settings()

@@ -170,6 +170,13 @@ class Course:
                 return edition
         raise KeyError(f"No edition or assignment {name_or_assignment!r} in {MANIFEST}.")
 
+    def language(self, assignment: str) -> str:
+        """The language of `assignment`'s edition (English for an assignment of no edition)."""
+        for edition in self.editions:
+            if edition.assignment == assignment:
+                return edition.language
+        return "en"
+
     def source_dir(self, edition: str = "en") -> Path:
         return self.root / self.source / self.edition(edition).assignment
 

@@ -1,4 +1,4 @@
-"""nbgrader, started without two slow detours that change nothing about grading.
+"""nbgrader as the grader runs it: its own command line, and a group of students graded in one process.
 
     python grading/nbgrader_cli.py autograde attention ...   (the grader's way to run nbgrader)
     python grading/nbgrader_cli.py grade-group attention alice bob -- '{"Grading": {...}}'
@@ -7,44 +7,16 @@ The second form is how `make grade` grades a group of students in its course fol
 process runs nbgrader's own API (as formgrader does) to autograde each student and then to
 generate their feedback, with the course's nbgrader_config.py and the given settings on top.
 
-`fast_start()` is called by this script and by `grading.grade` before it imports nbgrader:
-1. nbgrader imports nbformat, which imports jsonschema, whose format checkers import
-   `rfc3987_syntax` when it is installed (it comes with jupyter-events) and compile some forty
-   grammars on the spot: about 2 s of every nbgrader process, for IRI formats that no notebook
-   schema uses (python-jsonschema/jsonschema#1428). Marking the module as absent makes
-   jsonschema skip those two format checks.
-2. A new gradebook records the head revision of nbgrader's database migrations, which nbgrader
-   asks of the `alembic heads` command: a new Python process that imports nbgrader again
-   (4-5 s). The same revision is read here, in this process, from the same migration scripts.
+It is nbgrader itself, unpatched: what made nbgrader slow to start here is gone from the
+environment instead (jsonschema is pinned below the release whose format checkers compile IRI
+grammars on import; see pyproject.toml), and a gradebook that does not exist yet is made by
+nbgrader's own `Gradebook`, which asks the `alembic` command on PATH for the migrations' head.
 The script is run as a file (not with -m), so nothing is added to the environment that the
 student kernels inherit.
 """
 
 import os
 import sys
-
-
-def alembic_head() -> str:
-    """The head revision of nbgrader's gradebook migrations, read in this process."""
-    import nbgrader
-    from alembic.script import ScriptDirectory
-
-    (head,) = ScriptDirectory(os.path.join(os.path.dirname(nbgrader.__file__), "alembic")).get_heads()
-    return head
-
-
-def fast_start() -> None:
-    """Skip both detours; call before anything imports nbgrader (calling twice is harmless)."""
-    sys.modules.setdefault("rfc3987_syntax", None)  # `import rfc3987_syntax` now raises ImportError
-    import nbgrader.api
-
-    if nbgrader.api.get_alembic_version is not alembic_head:
-        global nbgrader_alembic_version
-        nbgrader_alembic_version = nbgrader.api.get_alembic_version  # kept for the tests
-        nbgrader.api.get_alembic_version = alembic_head
-
-
-nbgrader_alembic_version = None  # nbgrader's own way, once fast_start() has run
 
 
 def grade_group(assignment: str, students: list[str], settings: dict, log) -> int:
@@ -72,7 +44,6 @@ def grade_group(assignment: str, students: list[str], settings: dict, log) -> in
 
 
 if __name__ == "__main__":
-    fast_start()
     if sys.argv[1:2] == ["grade-group"]:
         import json
 

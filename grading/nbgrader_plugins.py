@@ -131,10 +131,7 @@ class _Run:
         return {edition.assignment for edition in self.course.editions}
 
     def language(self, assignment: str) -> str:
-        try:
-            return self.course.edition(assignment).language
-        except KeyError:
-            return "en"
+        return self.course.language(assignment)
 
     def problem(self, student: str, assignment: str, notebook: str, text: str) -> None:
         """Something wrong with a submission's files (reported; the student is still graded)."""

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import datetime
+import functools
+import tempfile
+from pathlib import Path
 
 from nbgrader.api import Gradebook
 
 from grading.gradebook import grades, merge_student
-from grading.nbgrader_cli import fast_start
-
-fast_start()  # nbgrader without its alembic subprocess per new gradebook
 
 A, NB = "attention", "02_sdpa"
 
 
+@functools.cache
+def _blank() -> bytes:
+    """An empty gradebook, made by nbgrader once (each new one asks the `alembic` command)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Gradebook(f"sqlite:///{tmp}/blank.db").close()
+        return Path(tmp, "blank.db").read_bytes()
+
+
 def _gradebook(path, students=("ada", "bo")):
+    path.write_bytes(_blank())
     with Gradebook(f"sqlite:///{path}") as gb:
         gb.add_assignment(A, duedate=datetime.datetime(2026, 11, 1, 12, 0))
         gb.add_notebook(NB, A)
