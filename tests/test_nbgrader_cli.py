@@ -8,7 +8,6 @@ from pathlib import Path
 from conftest import REPO, run
 
 
-
 def test_nbgrader_starts_without_compiling_iri_grammars():
     """The jsonschema pin keeps rfc3987_syntax (3.5 s of grammars per nbgrader process) away."""
     probe = "import sys, nbgrader.api, nbformat; nbformat.validate(nbformat.v4.new_notebook()); "
