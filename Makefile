@@ -63,13 +63,13 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 outputs: $(STAMP)
-	$(PY) -m grading.outputs $(NOTEBOOKS)
+	$(PY) -m authoring.outputs $(NOTEBOOKS)
 
 release: $(STAMP)
-	$(PY) -m grading.outputs --no-execute
+	$(PY) -m authoring.outputs --no-execute
 
 translations: $(STAMP)
-	$(PY) -m grading.edition --update
+	$(PY) -m authoring.edition --update
 
 grade: $(STAMP)
 	$(PY) -m grading.grade $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(foreach s,$(STUDENT),--student $(s)) $(GRADE_ARGS)
@@ -78,7 +78,7 @@ formgrader: $(STAMP)
 	$(VENV)/bin/jupyter lab --ServerApp.default_url=/formgrader $(LAB_ROOT) $(LAB_ARGS)
 
 student-folder: $(STAMP)
-	$(PY) -m grading.student_folder build/student
+	$(PY) -m authoring.student_folder build/student
 
 bench: $(STAMP)
 	$(PY) -m tools.bench $(BENCH_ARGS)

@@ -1,2 +1,3 @@
-"""The course's instructor tools (never released to students): the manifest, the case builder,
-the trusted grader and its confinement, and nbgrader's extension points for this course."""
+"""Grading on the teacher's machine or a cluster: `make grade`, nbgrader's plugins and the trusted
+grader, the gradebook, the feedback pages and the grade tables. It builds on `authoring` (the
+manifest), runs the `sandbox` and confines everything through `confinement`."""

@@ -36,10 +36,12 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from . import as_data, confine, workspace
+from authoring.manifest import Course, load
+from confinement import confine
+
+from . import as_data, workspace
 from .coursedir import paths
 from .grade import Graded, Slot, Submission
-from .manifest import Course, load
 
 RETRIES = 1  # times a student whose worker died is graded again
 # Dask's own housekeeping, measured on two cores while both grade: its statistical profiler samples

@@ -21,9 +21,10 @@ from nbgrader.api import Gradebook
 from nbgrader.plugins import ExportPlugin
 from traitlets import Unicode
 
+from authoring.manifest import Course, load
+
 from . import gradebook as records
 from .coursedir import paths
-from .manifest import Course, load
 
 NOTEBOOK_COLUMNS = [
     "student",

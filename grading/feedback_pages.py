@@ -14,9 +14,8 @@ from pathlib import Path
 
 from nbconvert.exporters import HTMLExporter
 
+from authoring.manifest import load
 from helpers.i18n import N_, _, using
-
-from .manifest import load
 
 TEMPLATES = Path(__file__).with_name("templates")
 

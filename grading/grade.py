@@ -42,16 +42,18 @@ from pathlib import Path
 from traitlets import List, Unicode
 from traitlets.config import Application
 
-from . import as_data, confine, linux, workspace
+from authoring.manifest import Course, load
+from confinement import confine, linux
+from confinement.limits import kill_tree
+from sandbox.driver import WALL_FACTOR
+
+from . import as_data, workspace
 from . import gradebook as records
 from . import settings as grading_settings
 from .coursedir import CoursePaths, paths
 from .intake import Unreadable, copy_file, link_below
 from .journal import Journal, key
 from .kernel import IOPUB_WAIT
-from .limits import kill_tree
-from .manifest import Course, load
-from .sandbox import WALL_FACTOR
 from .settings import FAULTS, PROBLEMS
 from .workspace import choose_layers
 

@@ -1,7 +1,7 @@
 """The confined kernel, through jupyter_client's own extension points.
 
 - `ConfinedProvisioner` (entry point `attention-confined` of `jupyter_client.kernel_provisioners`)
-  starts ipykernel under the confinement supervisor (`grading.confine`) with the student's policy,
+  starts ipykernel under the confinement supervisor (`confinement.confine`) with the student's policy,
   environment and folder, and stops it by a signal to the supervisor, which ends the kernel and
   everything below it: never by a request over the kernel's channel, which a student's code can
   wedge.
@@ -25,7 +25,7 @@ from jupyter_client.kernelspec import KernelSpec, KernelSpecManager, NoSuchKerne
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, Unicode
 
-from . import confine
+from confinement import confine
 
 KERNEL_NAME = "attention-confined"
 

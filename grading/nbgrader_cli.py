@@ -47,7 +47,7 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["grade-group"]:
         import json
 
-        from grading import linux
+        from confinement import linux
 
         linux.not_dumpable()  # make grade's own process: no student process may read it
 

@@ -40,13 +40,13 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 
+from authoring.manifest import Course, load
+from confinement import confine
 from helpers.cells import grade_id, is_answer_cell
 from helpers.i18n import _, using
 
-from . import confine
 from .intake import Unreadable, read_submission
 from .kernel import IOPUB_WAIT, KERNEL_NAME, MAX_MESSAGE, ConfinedKernelSpecManager, close_everything
-from .manifest import Course, load
 from .settings import FAULTS, PROBLEMS, Grading
 from .trusted import ConfinementFailed, Verdict, grade_student, test_cells
 from .workspace import Workspace, choose_layers, sweep

@@ -5,8 +5,8 @@ Nothing the student's code does can change it. For each graded notebook the grad
 - for exercises, takes the notebook's definitions with `ast`; when an exercise forbids
   built-ins, keeps only the statements the exercises need and holds them to the static policy
   (`helpers.policy`, the one the visible check runs), draws fresh cases from the grading seed,
-  and sends only the inputs to the sandbox (`grading.sandbox`), which runs confined
-  (`grading.confine`) in the student's workspace, and runs those statements and no others;
+  and sends only the inputs to the sandbox (`sandbox.driver`), which runs confined
+  (`confinement.confine`) in the student's workspace, and runs those statements and no others;
 - judges the numbers that come back with the same staged checks the students see, in its own
   process and in the submission's language.
 A fault of the grader itself while judging one answer costs only that cell (0, with the reason)
@@ -27,6 +27,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import sandbox.driver
+from authoring.build import expected_results
+from authoring.cases import all_cases
+from authoring.edition import grader_text
+from authoring.manifest import Course, Item
+from confinement import confine
+from confinement.limits import kill_tree, watch
 from helpers import course as student_course
 from helpers.casefile import save_cases
 from helpers.cells import cell_source, find_cell, is_test_cell, read_notebook
@@ -36,19 +43,13 @@ from helpers.i18n import _, using
 from helpers.notebook_code import course_cell_sources, notebook_statements
 from helpers.policy import check_exercise, needed_statements, refusal
 from helpers.questions import normalise_option
+from sandbox.driver import WALL_FACTOR, read_frames
 
-from . import confine
-from .build import expected_results
-from .cases import all_cases
-from .edition import grader_text
 from .intake import Unreadable, read_submission
-from .limits import kill_tree, watch
-from .manifest import Course, Item
-from .sandbox import WALL_FACTOR, read_frames
 from .settings import Grading
 from .workspace import Workspace
 
-SANDBOX = Path(__file__).with_name("sandbox.py")
+SANDBOX = Path(sandbox.driver.__file__)
 STARTUP_SECONDS = 120  # starting Python and importing torch inside the sandbox, on a busy machine
 
 

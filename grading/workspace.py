@@ -18,7 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import confine
+from confinement import confine, linux
+
 from .intake import Unreadable, read_bytes
 from .settings import Grading
 
@@ -120,7 +121,7 @@ class Workspace:
             helpers = folder / "helpers"
             shutil.rmtree(helpers, ignore_errors=True)
             shutil.copytree(installed_helpers(), helpers, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        shutil.copy(Path(__file__).with_name("linux.py"), self.inbox / "linux.py")  # the sandbox's prctl and Landlock
+        shutil.copy(linux.__file__, self.inbox / "linux.py")  # the sandbox's prctl and Landlock
         self.hand_over()
 
     def hand_over(self) -> None:

@@ -24,7 +24,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from grading.manifest import Course
+from authoring.manifest import Course
 from tools.classroom import submission, wrong_answer
 
 # Tricks played in the kernel, put in front of a wrong answer.

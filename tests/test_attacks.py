@@ -25,8 +25,8 @@ import psutil
 import pytest
 from conftest import GRADING_SEED, REPO, copy_course, describe, run
 
-from grading import confine
-from grading.manifest import load
+from authoring.manifest import load
+from confinement import confine
 from tools.classroom import submission, write_submission
 
 pytestmark = pytest.mark.slow

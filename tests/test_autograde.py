@@ -16,7 +16,7 @@ import shutil
 import pytest
 from conftest import copy_course, describe, run
 
-from grading.manifest import load
+from authoring.manifest import load
 
 pytestmark = pytest.mark.slow
 COURSE = load()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from grading.manifest import load
+from authoring.manifest import load
 
 DEV_ONLY = ("pytest", "pytest-xdist", "nbval", "playwright", "ruff", "pre-commit", "nbdime", "coverage")
 

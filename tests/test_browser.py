@@ -19,7 +19,7 @@ import pytest
 from browser import SHOTS, TOKEN, browser_page, jupyterlab
 from conftest import COPY_IGNORE, REPO
 
-from grading.manifest import load
+from authoring.manifest import load
 
 pytestmark = pytest.mark.slow
 COURSE = load()

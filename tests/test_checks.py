@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from grading.build import expected_results
-from grading.cases import all_cases
-from grading.manifest import load
-from grading.reference import answer_source, catalogue, define, mistake_source, mistaken, reference
+from authoring.build import expected_results
+from authoring.cases import all_cases
+from authoring.manifest import load
+from authoring.reference import answer_source, catalogue, define, mistake_source, mistaken, reference
 from helpers import course as student_course
 from helpers.checks import cases_for, check, judge, run_quietly
 from helpers.feedback import CheckFailed, mistake_message

@@ -31,8 +31,8 @@ from pathlib import Path
 import pytest
 from conftest import grade_class
 
+from authoring.manifest import load
 from grading.grade import student_bound
-from grading.manifest import load
 from tools.classroom import submission, write_submission, wrong_answer
 
 pytestmark = pytest.mark.slow

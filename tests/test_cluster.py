@@ -24,9 +24,9 @@ import psutil
 import pytest
 from conftest import REPO, copy_course, venv_env
 
+from authoring.manifest import load
 from grading.cluster import QUIET, SETTINGS, grade_task, local_cluster, pytorch_threads
 from grading.grade import Submission, merge
-from grading.manifest import load
 from tools.classroom import submission, write_submission, wrong_answer
 
 pytestmark = pytest.mark.slow

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from grading import confine
-from grading.confine import Host, Policy, bwrap_argv
+from confinement import confine
+from confinement.confine import Host, Policy, bwrap_argv
 
 
 def _policy(**overrides) -> Policy:

@@ -119,8 +119,8 @@ def test_load_function_reads_another_notebook_or_says_why_not(tmp_path, monkeypa
 
 
 def _reference_mha():
-    from grading.manifest import load
-    from grading.reference import reference
+    from authoring.manifest import load
+    from authoring.reference import reference
 
     course = load()
     return reference(course, course.item("MultiHeadAttention"))

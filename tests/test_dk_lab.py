@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import grading  # noqa: F401
-from grading.manifest import load
-from grading.reference import reference as solution_of
+from authoring.manifest import load
+from authoring.reference import reference as solution_of
 from helpers.dk_lab import D_K_VALUES, DkLab, MissingImplementation, dk_numbers, readout_text
 
 COURSE = load()

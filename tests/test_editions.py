@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from conftest import REPO, copy_course, describe, run
 
-from grading.manifest import load
+from authoring.manifest import load
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ own feedback. Then: the course gradebook is the record (`nbgrader export` gives 
 grades.csv), bob's late notebooks carry the course's penalty, and formgrader, opened in a real
 browser, shows the trusted scores (screenshots in build/screenshots/).
 
-The students' nbgrader runs confined as their own user (grading/confine.py, bubblewrap + user):
+The students' nbgrader runs confined as their own user (confinement/confine.py, bubblewrap + user):
 on these machines the course's Python lives under /root, which no other account may enter, and
 bubblewrap recreates just that path for them.
 """
@@ -26,8 +26,8 @@ import time
 import pytest
 from conftest import REPO, copy_course, describe, give_to, run
 
-from grading import confine
-from grading.manifest import load
+from authoring.manifest import load
+from confinement import confine
 from tools.classroom import wrong_answer
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ def test_the_template_shows_exactly_the_listed_labels():
 
 
 def test_every_label_has_a_translation_in_each_edition():
-    from grading.manifest import load
+    from authoring.manifest import load
 
     for language in {e.language for e in load().editions} - {"en"}:
         with using(language):

@@ -14,8 +14,8 @@ import time
 import nbformat
 from conftest import REPO
 
+from authoring.manifest import load
 from grading.grade import Submission, bounded, copy_submission, find_submissions
-from grading.manifest import load
 from grading.nbgrader_plugins import tidy
 
 

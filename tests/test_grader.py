@@ -21,7 +21,7 @@ import attacks
 import pytest
 from conftest import grade_class
 
-from grading.manifest import load
+from authoring.manifest import load
 from tools.classroom import submission, write_submission, wrong_answer
 
 pytestmark = pytest.mark.slow

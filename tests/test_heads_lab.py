@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import grading  # noqa: F401
-from grading.manifest import load
-from grading.reference import reference as solution_of
+from authoring.manifest import load
+from authoring.reference import reference as solution_of
 from helpers.heads_lab import HeadsLab, MissingImplementation, divisors, heads_numbers, mosaic
 
 COURSE = load()

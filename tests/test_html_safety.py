@@ -293,7 +293,7 @@ def test_the_feedback_labels_are_in_the_editions_language_on_a_cleaned_page():
     nb = hostile_notebook()
     grading = {"grade": True, "solution": False, "grade_id": "test_x", "points": 1, "score": 1}
     nb.cells.append(new_code_cell("assert True", metadata={"nbgrader": grading}))
-    from grading.manifest import load
+    from authoring.manifest import load
 
     chinese = next(e for e in load().editions if e.language == "zh-CN")
     nb.metadata["language"] = "zh-Hans-CN"  # as an edition's notebook says (nbconvert reads it too)
@@ -310,8 +310,8 @@ def test_the_courses_own_markdown_reads_the_same_after_cleaning():
     from bs4 import BeautifulSoup
     from nbconvert.exporters import HTMLExporter
 
+    from authoring.manifest import load
     from grading.html_safety import SanitizedMarkdown
-    from grading.manifest import load
 
     exporter = HTMLExporter()
     cleaned_markdown = SanitizedMarkdown(parent=exporter)

@@ -21,7 +21,7 @@ from browser import SHOTS, chromium
 from class_hub import COURSE_ID, INSTRUCTOR, STUDENTS, class_hub, password
 from conftest import REPO
 
-from grading.manifest import load
+from authoring.manifest import load
 from tools.classroom import right_answer
 
 pytestmark = pytest.mark.slow

@@ -29,7 +29,7 @@ import pytest
 from browser import TOKEN, jupyterlab
 from conftest import REPO, copy_course, describe, run
 
-from grading.manifest import load
+from authoring.manifest import load
 from tools.classroom import submission, write_submission
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ import re
 import nbformat
 import pytest
 
-from grading import manifest, pace
+from authoring import manifest, pace
 
 COURSE = manifest.load()
 PACES = {p.notebook: p for p in pace.course_pace(COURSE)}

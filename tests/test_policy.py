@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from grading.manifest import load
-from grading.reference import answer_source, define
+from authoring.manifest import load
+from authoring.reference import answer_source, define
 from grading.trusted import statements_of
 from helpers import course as student_course
 from helpers.checks import forbidden_message

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import grading  # noqa: F401
-from grading.manifest import load
-from grading.reference import reference
+from authoring.manifest import load
+from authoring.reference import reference
 from helpers import positions
 
 COURSE = load()

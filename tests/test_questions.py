@@ -10,9 +10,9 @@ import re
 import nbformat
 import pytest
 
-from grading.edition import GRADER_ONLY, read_catalogue
-from grading.manifest import load
-from grading.question_cells import question_of
+from authoring.edition import GRADER_ONLY, read_catalogue
+from authoring.manifest import load
+from authoring.question_cells import question_of
 from grading.trusted import judge_choice
 from helpers import course as student_course
 from helpers.feedback import CheckFailed

@@ -12,8 +12,8 @@ import nbformat
 import pytest
 from conftest import COURSE_PIECES, REPO, copy_course, describe, run
 
-from grading.edition import read_catalogue, write_catalogue
-from grading.manifest import load
+from authoring.edition import read_catalogue, write_catalogue
+from authoring.manifest import load
 from tools.classroom import submission, write_submission, wrong_answer
 
 pytestmark = pytest.mark.slow

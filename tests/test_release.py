@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from conftest import REPO, copy_course, describe, run
 
-from grading.manifest import load
+from authoring.manifest import load
 from helpers.casefile import load_cases
 from helpers.cells import find_cell
 

@@ -15,7 +15,7 @@ import tempfile
 import pytest
 from conftest import in_child
 
-from grading import confine, linux, seccomp_filter
+from confinement import confine, linux, seccomp_filter
 
 
 def _in_filtered_child(program: bytes, attempts) -> dict:

@@ -9,7 +9,7 @@ import ast
 import nbformat
 import pytest
 
-from grading.manifest import load
+from authoring.manifest import load
 
 COURSE = load()
 COMPARISONS = ("allclose", "isclose")

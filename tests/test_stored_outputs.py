@@ -11,7 +11,7 @@ import sys
 import pytest
 from conftest import REPO, describe, run
 
-from grading.manifest import load
+from authoring.manifest import load
 
 pytestmark = pytest.mark.slow
 COURSE = load()

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from grading.manifest import load
-from grading.student_folder import scan, write
+from authoring.manifest import load
+from authoring.student_folder import scan, write
 
 COURSE = load()
 
@@ -46,7 +46,7 @@ def test_the_scan_finds_every_kind_of_leak(folder, tmp_path, leak):
     """The scan can fail: plant one leak of each kind in a copy."""
     import shutil
 
-    from grading.reference import answer_source
+    from authoring.reference import answer_source
 
     copy = tmp_path / "copy"
     shutil.copytree(folder, copy)
@@ -60,7 +60,7 @@ def test_the_scan_finds_every_kind_of_leak(folder, tmp_path, leak):
     elif leak == "grading_code":
         shutil.copytree(COURSE.root / "grading", copy / "grading")
     elif leak == "hidden_case":
-        from grading.cases import all_cases
+        from authoring.cases import all_cases
         from helpers.casefile import save_cases
 
         save_cases(

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import grading  # noqa: F401
-from grading.manifest import load
-from grading.reference import define, reference
+from authoring.manifest import load
+from authoring.reference import define, reference
 from helpers import trained_heads as th
 
 COURSE = load()
@@ -92,7 +92,7 @@ def test_a_class_returning_wrong_shapes_is_not_trained():
 
 
 def reference_source_with(old: str, new: str) -> str:
-    from grading.reference import answer_source
+    from authoring.reference import answer_source
 
     source = answer_source(COURSE, MHA)
     assert old in source

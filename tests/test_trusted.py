@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from authoring.manifest import load
 from grading import workspace as workspaces
-from grading.manifest import load
 from grading.settings import Grading
 from grading.trusted import grade_student
 from tools.classroom import right_answer, submission, write_submission

@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from babel.messages.pofile import read_po
 
-from grading import manifest
+from authoring import manifest
 
 COURSE = manifest.load()
 RELEASE = COURSE.release_dir("zh-CN")

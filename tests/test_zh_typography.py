@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from babel.messages.pofile import read_po
 
-from grading import manifest
+from authoring import manifest
 
 COURSE = manifest.load()
 ZH = manifest.REPO / "i18n" / "zh-CN"

@@ -41,8 +41,8 @@ import psutil
 import torch
 from nbclient import NotebookClient
 
-from grading.manifest import REPO, load
-from grading.reference import reference
+from authoring.manifest import REPO, load
+from authoring.reference import reference
 
 from .classroom import submission, write_submission
 

@@ -15,8 +15,8 @@ import copy
 import json
 from pathlib import Path
 
-from grading.manifest import Course
-from grading.reference import answer_source, mistake_source
+from authoring.manifest import Course
+from authoring.reference import answer_source, mistake_source
 from helpers.cells import find_cell, read_notebook
 
 

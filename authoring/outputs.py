@@ -1,13 +1,13 @@
 """Regenerate everything that is built from the sources: `make outputs`.
 
 1. `helpers/data/course.json` and `helpers/data/check_cases.npz` from the manifest and the solutions, and
-   the question cells of the source notebooks (`grading.question_cells`);
+   the question cells of the source notebooks (`authoring.question_cells`);
 2. the stored outputs of every source notebook (executed top to bottom, in its own folder);
 3. each other edition's source notebooks from the English ones and the translation catalogue,
-   then their stored outputs (`grading.edition`, when the manifest lists other editions);
+   then their stored outputs (`authoring.edition`, when the manifest lists other editions);
 4. the student releases (`make release`: nbgrader generate_assignment per edition).
 
-    python -m grading.outputs [--no-execute] [NOTEBOOK ...]
+    python -m authoring.outputs [--no-execute] [NOTEBOOK ...]
 """
 
 from __future__ import annotations

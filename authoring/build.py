@@ -1,6 +1,6 @@
 """Build what the released checks read from the manifest and the source solutions.
 
-    python -m grading.build          # rewrite helpers/data/course.json and helpers/data/check_cases.npz
+    python -m authoring.build          # rewrite helpers/data/course.json and helpers/data/check_cases.npz
 
 `course.json` is the student view of the manifest (no solutions). `check_cases.npz` holds the
 visible cases of every exercise with their expected results (the reference solutions run in

@@ -1,7 +1,7 @@
 """Run an untrusted program (a student's Jupyter kernel, a grading sandbox) confined, in layers.
 
-    python -I grading/confine.py run --policy POLICY.json -- ARGV...
-    python -I grading/confine.py probe            # which layers work on this machine, as JSON
+    python -I confinement/confine.py run --policy POLICY.json -- ARGV...
+    python -I confinement/confine.py probe            # which layers work on this machine, as JSON
 
 The process started this way is the *supervisor*: trusted code with the grader's rights. It checks
 that every requested layer can be applied (else it exits with ``EXIT_UNAVAILABLE`` = 97 and one
@@ -32,7 +32,7 @@ with EPERM (``user`` avoids the uid-0 child altogether).
 Layers (``Policy.layers``, any subset of ``LAYERS``, stacked):
 
 ``landlock``
-    A Landlock ruleset (`grading/linux.py`) applied right before exec: every filesystem
+    A Landlock ruleset (`confinement/linux.py`) applied right before exec: every filesystem
     right the running ABI knows is handled; read+execute on ``policy.read`` and the system paths
     (/usr, /lib*, /bin, /sbin, a few /etc files, /proc, /sys), all rights on ``policy.write``,
     read/write on /dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom; TCP bind/connect
@@ -202,7 +202,7 @@ class Unavailable(Exception):
 
 
 # ---------------------------------------------------------------------------------------------
-# Low-level: capabilities (libc, prctl and Landlock are grading/linux.py's)
+# Low-level: capabilities (libc, prctl and Landlock are confinement/linux.py's)
 # ---------------------------------------------------------------------------------------------
 SECCOMP_MODE_FILTER = 2
 # NOROOT + locked, NO_SETUID_FIXUP off + locked, KEEP_CAPS off + locked,
@@ -278,7 +278,7 @@ def drop_privileges(uid: int | None, gid: int | None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# seccomp-BPF (the program comes from grading/seccomp_filter.py, built by libseccomp outside)
+# seccomp-BPF (the program comes from confinement/seccomp_filter.py, built by libseccomp outside)
 # ---------------------------------------------------------------------------------------------
 class _SockFilter(ctypes.Structure):
     _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
@@ -290,7 +290,7 @@ class _SockFprog(ctypes.Structure):
 
 def _seccomp_programs(layers) -> dict[str, str]:
     """The filters the inner stage may need, as hex (it picks by the uid it ends up with): "0" for a
-    child that is not uid 0, "1" for one that is. Built by libseccomp (grading/seccomp_filter.py,
+    child that is not uid 0, "1" for one that is. Built by libseccomp (confinement/seccomp_filter.py,
     loaded from beside this file, which also runs as a plain script)."""
     sandbox = "landlock" in layers or "bwrap" in layers
     module = _beside("seccomp_filter")
@@ -625,7 +625,7 @@ def _du(paths: list[str]) -> int:
 
 @functools.cache
 def _limits():
-    """grading/limits.py, which lists, measures and kills process trees with psutil: the
+    """confinement/limits.py, which lists, measures and kills process trees with psutil: the
     supervisor's (the inner stage, which runs without site-packages, never needs it)."""
     return importlib.import_module(".limits", __package__) if __package__ else _beside("limits")
 
@@ -776,7 +776,7 @@ def bwrap_argv(policy: Policy, info_fd: int, user: bool, host: Host) -> list[str
 
 def _inner_archive() -> bytes:
     """What the inner stage runs from inside bubblewrap, where no file of the course is mounted:
-    a zip archive of this file and grading/linux.py, run by Python as `/proc/self/fd/N`."""
+    a zip archive of this file and confinement/linux.py, run by Python as `/proc/self/fd/N`."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
         for name, text in (

@@ -1,6 +1,6 @@
 """`make student-folder`: what students get, and nothing else.
 
-    python -m grading.student_folder build/student
+    python -m authoring.student_folder build/student
 
 Writes a folder ready to push as the students' repository (or to serve through nbgitpuller or
 Binder): the released notebooks of every edition, the helpers package they import
@@ -98,7 +98,7 @@ def scan(course: Course, folder: Path) -> list[str]:
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
         if path.is_dir():
-            if path.name in ("grading", "source", "tests"):
+            if path.name in ("authoring", "grading", "sandbox", "confinement", "source", "tests"):
                 problems.append(f"{rel}/: not for students")
             continue
         if path.name in ("course.toml", "nbgrader_config.py", "gradebook.db") or rel == "pyproject.toml":

@@ -14,9 +14,9 @@ file per language) holds the translations, each keyed to the English unit it tra
 When an English unit changes, its translation becomes stale (gettext's "fuzzy") and the tests
 fail until a translator updates it.
 
-    python -m grading.edition --report          # what is missing or stale (make translations)
-    python -m grading.edition --update          # merge new units into the catalogues, for translators
-    python -m grading.edition zh-CN             # compile the messages and write source/<assignment>/
+    python -m authoring.edition --report          # what is missing or stale (make translations)
+    python -m authoring.edition --update          # merge new units into the catalogues, for translators
+    python -m authoring.edition zh-CN             # compile the messages and write source/<assignment>/
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from .question_cells import question_of, render_cells
 I18N = "i18n"
 DOMAIN = "course"
 KEYWORDS = {"_": None, "N_": None, "pgettext": ((1, "c"), 2)}
-MESSAGE_SOURCES = ("grading",)  # besides the helpers of the English source
+MESSAGE_SOURCES = ("authoring", "grading")  # besides the helpers of the English source
 
 
 MESSAGES = "messages"  # the catalogue file of everything that is not a notebook cell

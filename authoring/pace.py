@@ -6,7 +6,7 @@ so they are not counted. Times come from the counts, never typed by hand: the no
 headers, the start page and the READMEs quote `minutes(...)`, and tests/test_pace.py holds
 them to it and every core to `CORE_WORDS`.
 
-Run `python -m grading.pace` for the table, `python -m grading.pace --write` to put the counted
+Run `python -m authoring.pace` for the table, `python -m authoring.pace --write` to put the counted
 times into the English headers, the start page and both READMEs (translate the changed cells
 afterwards, as for any English change).
 """

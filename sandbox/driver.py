@@ -1,6 +1,6 @@
 """The trusted grader's sandbox: run a student's definitions on test inputs, hand back numbers.
 
-The grader starts this program confined (`grading.confine`), feeding its source on stdin, so
+The grader starts this program confined (`confinement.confine`), feeding its source on stdin, so
 no file of the grading code is readable from inside:
 
     python -I - INBOX WORK_DIR < sandbox.py
@@ -380,7 +380,7 @@ def read_frames(stream):
 def main() -> None:
     inbox, work = Path(sys.argv[1]), Path(sys.argv[2])
     sys.path.insert(0, str(inbox))
-    import linux  # grading/linux.py, which the grader puts in the inbox
+    import linux  # confinement/linux.py, which the grader puts in the inbox
 
     linux.not_dumpable()
     channel = sys.stdout.fileno()

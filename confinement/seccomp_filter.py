@@ -2,7 +2,7 @@
 
 `program(sandbox, uid0)` returns the filter as a BPF program for this machine's architecture
 (bytes: an array of `struct sock_filter`), built by the supervisor, outside the sandbox; the inner
-stage of `grading.confine`, which has only the standard library, installs those bytes with
+stage of `confinement.confine`, which has only the standard library, installs those bytes with
 prctl(PR_SET_SECCOMP) right before exec. libseccomp knows the syscall numbers of every
 architecture and checks the audit architecture (a call of another ABI, such as x32 on x86_64,
 kills the process).

@@ -1,7 +1,7 @@
 """Linux's own process controls, called through ctypes: prctl and Landlock.
 
 Standard library only, importing nothing else of the course, because three kinds of process load
-it: the grader and the confinement's supervisor and inner stage (`grading.confine`, which also runs
+it: the grader and the confinement's supervisor and inner stage (`confinement.confine`, which also runs
 as a plain script), nbgrader's grading process (`grading/nbgrader_cli.py`), and the trusted
 sandbox, which may read no file of the grader and imports the copy put in its inbox.
 """
