@@ -10,6 +10,8 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from authoring.manifest import Course, load
+
 CONFIG_FILE = "nbgrader_config.py"
 
 
@@ -39,6 +41,12 @@ class CoursePaths:
         if not url.startswith("sqlite:///"):
             raise ValueError(f"the course's gradebook is not a sqlite file ({url}); make grade needs one")
         return Path(url.removeprefix("sqlite:///"))
+
+
+def course_of(dirs: CourseDirectory) -> Course:
+    """The course an nbgrader process works on: a grading course folder (one of `make grade`'s
+    slots) links `source` to the course's, so the manifest sits beside the folder it resolves to."""
+    return load((Path(dirs.root) / dirs.source_directory).resolve().parent)
 
 
 @functools.cache

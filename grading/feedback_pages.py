@@ -14,8 +14,9 @@ from pathlib import Path
 
 from nbconvert.exporters import HTMLExporter
 
-from authoring.manifest import load
 from helpers.i18n import N_, _, using
+
+from .coursedir import course_of
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -59,8 +60,7 @@ class FeedbackExporter(HTMLExporter):
         coursedir = getattr(self.parent, "coursedir", None)
         if coursedir is None or assignment is None:
             return "en"
-        # A grading course folder links `source` to the course's: the manifest sits beside it.
-        return load((Path(coursedir.root) / coursedir.source_directory).resolve().parent).language(assignment)
+        return course_of(coursedir).language(assignment)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         resources = dict(resources or {})

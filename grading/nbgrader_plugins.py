@@ -40,11 +40,12 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 
-from authoring.manifest import Course, load
+from authoring.manifest import Course
 from confinement import confine
 from helpers.cells import grade_id, is_answer_cell
 from helpers.i18n import _, using
 
+from .coursedir import course_of
 from .intake import Unreadable, read_submission
 from .kernel import IOPUB_WAIT, KERNEL_NAME, MAX_MESSAGE, ConfinedKernelSpecManager, close_everything
 from .settings import FAULTS, PROBLEMS, Grading
@@ -58,8 +59,7 @@ class _Run:
     def __init__(self, config):
         self.coursedir = CourseDirectory(config=config)
         self.root = Path(self.coursedir.root)
-        # A grading course folder links `source` to the course's: the manifest sits beside it.
-        self.course: Course = load((self.root / self.coursedir.source_directory).resolve().parent)
+        self.course: Course = course_of(self.coursedir)
         self.settings = Grading(config=config)
         self.seed = self.settings.seed if self.settings.seed is not None else secrets.randbelow(2**31)
         self.layers, self.probe = choose_layers(self.settings)
