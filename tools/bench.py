@@ -16,8 +16,9 @@ hold, and writes build/bench.json. Figures:
   cell timeout;
 - grading a class with JOBS=2 against JOBS=1, whether the scores are identical, and whether
   every student of both runs was graded fully (the bench fails if one was not);
-- the same class on a local Dask cluster of two worker processes against JOBS=2 (same scores,
-  the extra worker-seconds per student, the cluster's start), and from these a projection of a
+- the same class on a local Dask cluster of two worker processes against JOBS=2, graded in the
+  order JOBS=2, Dask, Dask, JOBS=2 and compared by the means (same scores every run, the extra
+  worker-seconds per student, the cluster's start), and from these a projection of a
   class of 2,000 on 16, 64 and 256 cores (hours, and the memory the workers need together).
 """
 
@@ -281,10 +282,18 @@ def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
                 klass, f"student{i:02d}", submission(_manifest(), {}, graded, edition.name), edition.assignment
             )
         serial, serial_scores, serial_graded, *_ = _grade(klass, 1)
-        parallel, parallel_scores, parallel_graded, *_ = _grade(klass, 2)
-        dask, dask_scores, dask_graded, dask_peak, dask_out = _grade(klass, 2, "--scheduler", "local")
-        started = re.search(r"^Dask: .*ready in ([0-9.]+) s", dask_out, re.M)
-        dask_start = float(started.group(1)) if started else 0.0
+        # JOBS=2 and Dask in the order A B B A: this machine's speed drifts by several per cent
+        # over an hour (other tenants), which a single pair reads as one mode's cost
+        runs = {"jobs2": [], "dask": []}
+        for mode in ("jobs2", "dask", "dask", "jobs2"):
+            runs[mode].append(_grade(klass, 2, *(("--scheduler", "local") if mode == "dask" else ())))
+        parallel = statistics.mean(run[0] for run in runs["jobs2"])
+        dask = statistics.mean(run[0] for run in runs["dask"])
+        parallel_graded = min(run[2] for run in runs["jobs2"])
+        dask_graded = min(run[2] for run in runs["dask"])
+        dask_peak = max(run[3] for run in runs["dask"])
+        started = [re.search(r"^Dask: .*ready in ([0-9.]+) s", run[4], re.M) for run in runs["dask"]]
+        dask_start = max((float(s.group(1)) for s in started if s), default=0.0)
     overhead = (dask - parallel) * 2 / class_size  # extra worker-seconds per student, on two workers
     core_seconds = parallel * 2 / class_size
     return {
@@ -297,12 +306,14 @@ def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
         "jobs1_seconds": round(serial, 1),
         "jobs2_seconds": round(parallel, 1),
         "jobs_ratio": round(parallel / serial, 2),
-        "same_scores": serial_scores == parallel_scores,
+        "same_scores": all(run[1] == serial_scores for run in runs["jobs2"]),
+        "jobs2_runs": [round(run[0], 1) for run in runs["jobs2"]],
+        "dask_runs": [round(run[0], 1) for run in runs["dask"]],
         "jobs1_graded": serial_graded,
         "jobs2_graded": parallel_graded,
         "dask_seconds": round(dask, 1),
         "dask_ratio": round(dask / parallel, 2),
-        "dask_same_scores": dask_scores == serial_scores,
+        "dask_same_scores": all(run[1] == serial_scores for run in runs["dask"]),
         "dask_graded": dask_graded,
         "dask_overhead_per_student": round(overhead, 2),
         "dask_start_seconds": round(dask_start, 1),
@@ -365,7 +376,9 @@ def budgets(r: dict) -> list[tuple[str, str, bool]]:
         rows.append(
             (
                 f"a local Dask cluster of 2 workers vs JOBS=2, {g['class_size']} submissions",
-                f"{g['dask_ratio']}x (budget 1.05x), same scores as JOBS=1: {g['dask_same_scores']}, "
+                f"{g['dask_ratio']}x (budget 1.05x; means of JOBS=2, Dask, Dask, JOBS=2: {g['jobs2_runs'][0]}, "
+                f"{g['dask_runs'][0]}, {g['dask_runs'][1]}, {g['jobs2_runs'][1]} s), "
+                f"same scores as JOBS=1: {g['dask_same_scores']}, "
                 f"{g['dask_graded']} of {g['class_size']} graded fully; overhead "
                 f"{g['dask_overhead_per_student']} s per student, ready in {g['dask_start_seconds']} s",
                 g["dask_ratio"] <= 1.05 and g["dask_same_scores"] and g["dask_graded"] == g["class_size"],
@@ -380,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         "--class-size",
         type=int,
         default=40,
-        help="submissions for the JOBS speed-up (default 40; about 40 minutes on two cores)",
+        help="submissions for the JOBS speed-up (default 40; about 90 minutes on two cores)",
     )
     parser.add_argument("--no-grading", action="store_true", help="skip the grading figures (the slow part)")
     args = parser.parse_args(argv)
