@@ -63,25 +63,25 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 outputs: $(STAMP)
-	$(PY) -m authoring.outputs $(NOTEBOOKS)
+	$(PY) -m attention_course.authoring.outputs $(NOTEBOOKS)
 
 release: $(STAMP)
-	$(PY) -m authoring.outputs --no-execute
+	$(PY) -m attention_course.authoring.outputs --no-execute
 
 translations: $(STAMP)
-	$(PY) -m authoring.edition --update
+	$(PY) -m attention_course.authoring.edition --update
 
 grade: $(STAMP)
-	$(PY) -m grading.grade $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(foreach s,$(STUDENT),--student $(s)) $(GRADE_ARGS)
+	$(PY) -m attention_course.grading.grade $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(foreach s,$(STUDENT),--student $(s)) $(GRADE_ARGS)
 
 formgrader: $(STAMP)
 	$(VENV)/bin/jupyter lab --ServerApp.default_url=/formgrader $(LAB_ROOT) $(LAB_ARGS)
 
 student-folder: $(STAMP)
-	$(PY) -m authoring.student_folder build/student
+	$(PY) -m attention_course.authoring.student_folder build/student
 
 bench: $(STAMP)
-	$(PY) -m tools.bench $(BENCH_ARGS)
+	$(PY) tests/bench.py $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -42,12 +42,12 @@ c.Execute.startup_timeout = 120
 c.OverwriteCells.add_missing_cells = True
 
 # Reading a submission: never through a link, never a special file, bounded in size and depth
-# (grading/intake.py); what cannot be read is graded 0 with the reason. Then the tidying that
+# (attention_course/grading/intake.py); what cannot be read is graded 0 with the reason. Then the tidying that
 # keeps nbgrader going (a duplicated grade cell, a deleted answer cell) comes first of its
 # sanitize steps.
-c.Autograde.exporter_class = "grading.nbgrader_plugins.SubmittedNotebookExporter"
+c.Autograde.exporter_class = "attention_course.grading.nbgrader_plugins.SubmittedNotebookExporter"
 c.Autograde.sanitize_preprocessors = [
-    "grading.nbgrader_plugins.TidySubmission",
+    "attention_course.grading.nbgrader_plugins.TidySubmission",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -59,18 +59,18 @@ c.Autograde.sanitize_preprocessors = [
 # test cell's score, right after nbgrader saves its own and before late penalties are applied.
 # Plain `nbgrader autograde` and formgrader's autograde button grade the same way as `make grade`.
 c.Autograde.autograde_preprocessors = [
-    "grading.nbgrader_plugins.ConfinedExecute",
+    "attention_course.grading.nbgrader_plugins.ConfinedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "grading.nbgrader_plugins.ReadableGrades",
+    "attention_course.grading.nbgrader_plugins.ReadableGrades",
     "nbgrader.preprocessors.SaveAutoGrades",
-    "grading.nbgrader_plugins.TrustedGrades",
+    "attention_course.grading.nbgrader_plugins.TrustedGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
-# Settings of the grading (grading/settings.py); `make grade` flags override them.
+# Settings of the grading (attention_course/grading/settings.py); `make grade` flags override them.
 c.Grading.jobs = 1
 c.Grading.memory_gib = 2.0
 c.Grading.seconds = 30.0
@@ -88,7 +88,7 @@ c.GenerateAssignment.preprocessors = [
     "nbgrader.preprocessors.IncludeHeaderFooter",
     "nbgrader.preprocessors.InstantiateTests",
     "nbgrader.preprocessors.LockCells",
-    "authoring.nbgrader_release.ClearSolutionsAndQuestions",
+    "attention_course.authoring.nbgrader_release.ClearSolutionsAndQuestions",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.CheckCellMetadata",
     "nbgrader.preprocessors.ComputeChecksums",
@@ -103,19 +103,19 @@ c.GenerateAssignment.preprocessors = [
 # render with nbconvert's HTMLExporter, formgrader's built from this file inside the Jupyter
 # server. Every output is cleaned before the template sees it, rendered markdown is cleaned, and
 # nbconvert's own `sanitize_html` (no script for javascript outputs, no widget state) uses the
-# course's cleaner rather than bleach's short list of tags (grading/html_safety.py).
-c.HTMLExporter.preprocessors = ["grading.html_safety.SanitizeStudentHTML"]
+# course's cleaner rather than bleach's short list of tags (attention_course/grading/html_safety.py).
+c.HTMLExporter.preprocessors = ["attention_course.grading.html_safety.SanitizeStudentHTML"]
 c.HTMLExporter.filters = {
-    "markdown2html": "grading.html_safety.SanitizedMarkdown",
-    "clean_html": "grading.html_safety.clean",
+    "markdown2html": "attention_course.grading.html_safety.SanitizedMarkdown",
+    "clean_html": "attention_course.grading.html_safety.clean",
 }
 c.HTMLExporter.sanitize_html = True
 c.HTMLExporter.skip_svg_encoding = False
 
 # Feedback pages speak the submission's language: nbgrader's feedback template with its labels
-# translated, chosen for each notebook by its edition (grading/feedback_pages.py). Feedback never
+# translated, chosen for each notebook by its edition (attention_course/grading/feedback_pages.py). Feedback never
 # shows the hidden tests.
-c.GenerateFeedback.exporter_class = "grading.feedback_pages.FeedbackExporter"
+c.GenerateFeedback.exporter_class = "attention_course.grading.feedback_pages.FeedbackExporter"
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",

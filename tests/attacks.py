@@ -24,8 +24,8 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from authoring.manifest import Course
-from tools.classroom import submission, wrong_answer
+from attention_course.model.manifest import Course
+from classroom import submission, wrong_answer
 
 # Tricks played in the kernel, put in front of a wrong answer.
 PREAMBLES = {
@@ -297,7 +297,7 @@ escape("read another student's notebook", lambda: open({p["other_canary"]!r}).re
 escape("read the instructor's notebook", lambda: open({p["instructor"]!r}).read()[:100])
 escape("list the course", lambda: os.listdir({p["course"]!r}))
 escape("read the gradebook", lambda: open({p["course"]!r} + "/gradebook.db", "rb").read(16))
-escape("import the grader", lambda: __import__("grading.trusted").__file__)
+escape("import the grader", lambda: __import__("attention_course.grading.trusted").__file__)
 escape("read the sandbox's test inputs", lambda: [open(f"{{INBOX}}/{{f}}", "rb").read(8) for f in os.listdir(INBOX)])
 escape("another kernel's connection file", lambda: [f for f in glob.glob("/tmp/**/kernel-*.json", recursive=True)
                                                     + glob.glob({p["course"]!r} + "/build/**/kernel-*.json", recursive=True)

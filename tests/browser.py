@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO, venv_env
 
 CHROMIUM = "/usr/bin/chromium"

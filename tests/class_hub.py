@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
 from browser import free_port, wait_for_server
 from conftest import REPO, VENV_BIN, copy_course, give_to, venv_env
 

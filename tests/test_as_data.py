@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from grading import as_data
+from attention_course.grading import as_data
 
 
 def _folder(root):

@@ -20,14 +20,14 @@ import socket
 import threading
 from pathlib import Path
 
-import attacks
 import psutil
 import pytest
-from conftest import GRADING_SEED, REPO, copy_course, describe, run
 
-from authoring.manifest import load
-from confinement import confine
-from tools.classroom import submission, write_submission
+import attacks
+from attention_course.confinement import confine
+from attention_course.model.manifest import load
+from classroom import submission, write_submission
+from conftest import GRADING_SEED, REPO, copy_course, describe, run
 
 pytestmark = pytest.mark.slow
 GRADING_OUTPUTS = ("autograded", "feedback", "build", "gradebook.db", "grades.csv", "grades_by_cell.csv")

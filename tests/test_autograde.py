@@ -14,9 +14,9 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import copy_course, describe, run
 
-from authoring.manifest import load
+from attention_course.model.manifest import load
+from conftest import copy_course, describe, run
 
 pytestmark = pytest.mark.slow
 COURSE = load()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from tools import bench
+import bench
 
 
 def test_bench_without_grading_runs_and_writes_its_table(tmp_path, monkeypatch):
@@ -16,8 +16,11 @@ def test_bench_without_grading_runs_and_writes_its_table(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "REPO", tmp_path)
     monkeypatch.setattr(bench, "run_notebook", lambda path, cwd: (seen.append(path.name) or 1.0, 2**20))
     monkeypatch.setattr(bench, "bench_mha", lambda: {"reference_ms": 1.0, "torch_ms": 1.0, "ratio": 1.0})
-    assert bench.main(["--no-grading"]) == 0
+    code = bench.main(["--no-grading"])
     written = json.loads((tmp_path / "build" / "bench.json").read_text())
+    # The sliders are timed for real, so a busy machine may miss their budget: the exit status
+    # must say what the table says, whatever the figures.
+    assert code == (0 if all(row["holds"] for row in written["budgets"]) else 1)
     course = bench._manifest()
     assert len(written["notebooks"]["notebooks"]) == len(course.notebooks) * len(course.editions)
     notebooks = len(course.notebooks) * len(course.editions)

@@ -12,9 +12,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
-from authoring.manifest import load
+from attention_course.model.manifest import load
+from conftest import REPO
 
 DEV_ONLY = ("pytest", "pytest-xdist", "nbval", "playwright", "ruff", "pre-commit", "nbdime", "coverage")
 

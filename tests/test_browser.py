@@ -16,10 +16,10 @@ import urllib.error
 import urllib.request
 
 import pytest
+
+from attention_course.model.manifest import load
 from browser import SHOTS, TOKEN, browser_page, jupyterlab
 from conftest import COPY_IGNORE, REPO
-
-from authoring.manifest import load
 
 pytestmark = pytest.mark.slow
 COURSE = load()

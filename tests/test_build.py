@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 
-from authoring.build import check_cases
-from authoring.manifest import load, write_student_view
+from attention_course.authoring.build import check_cases
+from attention_course.model.manifest import load, write_student_view
 from helpers import course as student_course
 from helpers.casefile import CASES_FILE, load_cases, save_cases
 from helpers.course import COURSE_FILE
@@ -47,7 +47,7 @@ def test_the_case_file_holds_visible_cases_with_results_and_nothing_hidden():
 
 
 def test_the_student_view_holds_no_solution_answer_or_alternative():
-    from authoring.reference import solution_lines
+    from attention_course.model.reference import solution_lines
 
     text = COURSE_FILE.read_text()
     graded = json.dumps(json.loads(text)["items"])  # practice questions, ungraded, carry their answers

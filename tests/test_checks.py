@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from authoring.build import expected_results
-from authoring.cases import all_cases
-from authoring.manifest import load
-from authoring.reference import answer_source, catalogue, define, mistake_source, mistaken, reference
+from attention_course.model.cases import all_cases
+from attention_course.model.expected import expected_results
+from attention_course.model.manifest import load
+from attention_course.model.reference import answer_source, catalogue, define, mistake_source, mistaken, reference
 from helpers import course as student_course
 from helpers.checks import cases_for, check, judge, run_quietly
 from helpers.feedback import CheckFailed, mistake_message
@@ -237,7 +237,7 @@ def test_the_grader_gets_a_boolean_result_back_as_boolean():
     import numpy as np
     import torch
 
-    from grading.trusted import _outcome
+    from attention_course.grading.trusted import _outcome
 
     entry = {"error": None, "problem": None, "mistake": None, "results": ["r0"], "dtypes": ["torch.bool"]}
     outcome = _outcome(0, entry, {"c0/r0": torch.from_numpy(np.array([[1.0, 0.0], [1.0, 1.0]]))})

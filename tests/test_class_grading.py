@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import grade_class
 
-from authoring.manifest import load
-from grading.grade import student_bound
-from tools.classroom import submission, write_submission, wrong_answer
+from attention_course.grading.grade import student_bound
+from attention_course.model.manifest import load
+from classroom import submission, write_submission, wrong_answer
+from conftest import grade_class
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "03_split_heads"
@@ -61,8 +61,8 @@ INJECTED = """
 import gc as _gc
 import threading as _threading
 import zmq as _zmq
-import grading.nbgrader_plugins as _plugins
-import grading.trusted as _trusted
+import attention_course.grading.nbgrader_plugins as _plugins
+import attention_course.grading.trusted as _trusted
 
 _save = _plugins.TrustedGrades.preprocess
 

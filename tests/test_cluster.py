@@ -22,12 +22,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import REPO, copy_course, venv_env
 
-from authoring.manifest import load
-from grading.cluster import QUIET, SETTINGS, grade_task, local_cluster, pytorch_threads
-from grading.grade import Submission, merge
-from tools.classroom import submission, write_submission, wrong_answer
+from attention_course.grading.cluster import QUIET, SETTINGS, grade_task, local_cluster, pytorch_threads
+from attention_course.grading.grade import Submission, merge
+from attention_course.model.manifest import load
+from classroom import submission, write_submission, wrong_answer
+from conftest import REPO, copy_course, venv_env
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "03_split_heads"

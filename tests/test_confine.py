@@ -1,4 +1,4 @@
-"""confinement/confine.py: what a confined program (and everything it starts) cannot do.
+"""attention_course/confinement/confine.py: what a confined program (and everything it starts) cannot do.
 
 Every test runs one small Python snippet confined, once per set of layers this machine offers
 (["landlock"], ["bwrap"], and ["bwrap", "landlock", "user"] when the tests run as root). A set the
@@ -23,8 +23,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from confinement import confine
-from confinement.confine import Policy
+from attention_course.confinement import confine
+from attention_course.confinement.confine import Policy
 
 pytestmark = pytest.mark.slow
 

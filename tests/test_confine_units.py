@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from confinement import confine
-from confinement.confine import Host, Policy, bwrap_argv
+from attention_course.confinement import confine
+from attention_course.confinement.confine import Host, Policy, bwrap_argv
 
 
 def _policy(**overrides) -> Policy:

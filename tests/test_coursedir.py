@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from attention_course.grading.coursedir import CoursePaths
 from conftest import REPO
-
-from grading.coursedir import CoursePaths
 
 
 def test_the_course_folders_are_nbgraders():

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-import grading  # noqa: F401
+import attention_course.grading  # noqa: F401
 from helpers import demos
 from helpers.casefile import load_cases, save_cases
 from helpers.exercises import Case
@@ -119,8 +119,8 @@ def test_load_function_reads_another_notebook_or_says_why_not(tmp_path, monkeypa
 
 
 def _reference_mha():
-    from authoring.manifest import load
-    from authoring.reference import reference
+    from attention_course.model.manifest import load
+    from attention_course.model.reference import reference
 
     course = load()
     return reference(course, course.item("MultiHeadAttention"))

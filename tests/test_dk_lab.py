@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-import grading  # noqa: F401
-from authoring.manifest import load
-from authoring.reference import reference as solution_of
+import attention_course.grading  # noqa: F401
+from attention_course.model.manifest import load
+from attention_course.model.reference import reference as solution_of
 from helpers.dk_lab import D_K_VALUES, DkLab, MissingImplementation, dk_numbers, readout_text
 
 COURSE = load()

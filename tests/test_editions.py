@@ -8,9 +8,9 @@ import os
 import subprocess
 
 import pytest
-from conftest import REPO, copy_course, describe, run
 
-from authoring.manifest import load
+from attention_course.model.manifest import load
+from conftest import REPO, copy_course, describe, run
 
 pytestmark = pytest.mark.slow
 

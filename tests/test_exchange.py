@@ -7,7 +7,7 @@ own feedback. Then: the course gradebook is the record (`nbgrader export` gives 
 grades.csv), bob's late notebooks carry the course's penalty, and formgrader, opened in a real
 browser, shows the trusted scores (screenshots in build/screenshots/).
 
-The students' nbgrader runs confined as their own user (confinement/confine.py, bubblewrap + user):
+The students' nbgrader runs confined as their own user (attention_course/confinement/confine.py, bubblewrap + user):
 on these machines the course's Python lives under /root, which no other account may enter, and
 bubblewrap recreates just that path for them.
 """
@@ -24,11 +24,11 @@ import sys
 import time
 
 import pytest
-from conftest import REPO, copy_course, describe, give_to, run
 
-from authoring.manifest import load
-from confinement import confine
-from tools.classroom import wrong_answer
+from attention_course.confinement import confine
+from attention_course.model.manifest import load
+from classroom import wrong_answer
+from conftest import REPO, copy_course, describe, give_to, run
 
 pytestmark = pytest.mark.slow
 STUDENTS = ("atnalice", "atnbob")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import grading  # noqa: F401  (puts the helpers on sys.path)
+import attention_course.grading  # noqa: F401  (puts the helpers on sys.path)
 from helpers.feedback import MissingImplementation, call_student
 
 

@@ -1,4 +1,4 @@
-"""`grading/feedback_pages.py`: the feedback template's labels, all of them translatable."""
+"""`attention_course/grading/feedback_pages.py`: the feedback template's labels, all of them translatable."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from grading import feedback_pages
+from attention_course.grading import feedback_pages
 from helpers.i18n import _, using
 
 TEMPLATE = (feedback_pages.TEMPLATES / "course_feedback.html.j2").read_text(encoding="utf-8")
@@ -18,7 +18,7 @@ def test_the_template_shows_exactly_the_listed_labels():
 
 
 def test_every_label_has_a_translation_in_each_edition():
-    from authoring.manifest import load
+    from attention_course.model.manifest import load
 
     for language in {e.language for e in load().editions} - {"en"}:
         with using(language):

@@ -4,6 +4,7 @@ checked statically: it must run the course's own CI entry point, in Debian, with
 from __future__ import annotations
 
 import yaml
+
 from conftest import REPO
 
 

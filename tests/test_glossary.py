@@ -7,7 +7,7 @@ import tomllib
 import pytest
 from babel.messages.pofile import read_po
 
-from authoring import manifest
+from attention_course.model import manifest
 
 ZH = manifest.REPO / "i18n" / "zh-CN"
 GLOSSARY = tomllib.loads((ZH / "glossary.toml").read_text(encoding="utf-8"))["term"]

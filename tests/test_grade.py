@@ -12,11 +12,11 @@ import sys
 import time
 
 import nbformat
-from conftest import REPO
 
-from authoring.manifest import load
-from grading.grade import Submission, bounded, copy_submission, find_submissions
-from grading.nbgrader_plugins import tidy
+from attention_course.grading.grade import Submission, bounded, copy_submission, find_submissions
+from attention_course.grading.nbgrader_plugins import tidy
+from attention_course.model.manifest import load
+from conftest import REPO
 
 
 def _graded(grade_id: str, answer: bool = False):
@@ -90,8 +90,8 @@ def test_a_linked_student_folder_is_refused_whole_and_a_linked_notebook_stays_a_
 
 def test_the_command_line_is_the_grading_settings(tmp_path):
     """One declaration: every `c.Grading` setting is an option of `make grade`, over the file's."""
-    from grading.grade import GradeApp
-    from grading.settings import Grading
+    from attention_course.grading.grade import GradeApp
+    from attention_course.grading.settings import Grading
 
     (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.Grading.jobs = 3\nc.Grading.seconds = 7.0\n")
     app = GradeApp()

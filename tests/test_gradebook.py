@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
-from grading.gradebook import grades, merge_student
+from attention_course.grading.gradebook import grades, merge_student
 
 A, NB = "attention", "02_sdpa"
 

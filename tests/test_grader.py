@@ -17,12 +17,12 @@ from __future__ import annotations
 import csv
 from collections import defaultdict
 
-import attacks
 import pytest
-from conftest import grade_class
 
-from authoring.manifest import load
-from tools.classroom import submission, write_submission, wrong_answer
+import attacks
+from attention_course.model.manifest import load
+from classroom import submission, write_submission, wrong_answer
+from conftest import grade_class
 
 pytestmark = pytest.mark.slow
 COURSE = load()
@@ -189,7 +189,7 @@ def test_a_chinese_submission_gets_chinese_feedback(graded):
 
 
 def test_the_grade_tables_are_nbgrader_export_plugins_a_teacher_can_run_alone(graded, tmp_path):
-    from grading.grade import nbgrader
+    from attention_course.grading.grade import nbgrader
 
     course, _, _, _ = graded
     run_only = ("seed", "confinement", "problems")  # what only `make grade` knows about its run
@@ -199,7 +199,9 @@ def test_the_grade_tables_are_nbgrader_export_plugins_a_teacher_can_run_alone(gr
 
     for exporter, table in (("CellGrades", "grades_by_cell.csv"), ("NotebookGrades", "grades.csv")):
         alone = tmp_path / table
-        proc = nbgrader(["export", f"--exporter=grading.export.{exporter}", f"--to={alone}"], course, course)
+        proc = nbgrader(
+            ["export", f"--exporter=attention_course.grading.export.{exporter}", f"--to={alone}"], course, course
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         with open(course / table) as ours, open(alone) as theirs:
             written, exported = list(csv.DictReader(ours)), list(csv.DictReader(theirs))

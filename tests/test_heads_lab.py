@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-import grading  # noqa: F401
-from authoring.manifest import load
-from authoring.reference import reference as solution_of
+import attention_course.grading  # noqa: F401
+from attention_course.model.manifest import load
+from attention_course.model.reference import reference as solution_of
 from helpers.heads_lab import HeadsLab, MissingImplementation, divisors, heads_numbers, mosaic
 
 COURSE = load()

@@ -1,6 +1,6 @@
 """Students' HTML in formgrader's and the feedback pages, rendered as nbgrader_config.py sets it up.
 
-`grading.html_safety` cleans what a student's markdown and outputs put in the page; these tests
+`attention_course.grading.html_safety` cleans what a student's markdown and outputs put in the page; these tests
 render a hostile notebook with nbconvert's HTMLExporter and nbgrader's own templates (formgrade,
 feedback), configured from the course's nbgrader_config.py (so they fail if the configuration
 loses a piece), and check that nothing active is left while tables, plots, math and nbgrader's
@@ -15,10 +15,10 @@ import re
 
 import nbformat
 import pytest
-from conftest import REPO
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
-from grading.html_safety import SanitizeStudentHTML, clean
+from attention_course.grading.html_safety import SanitizeStudentHTML, clean
+from conftest import REPO
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n not really a plot").decode()
 EVIL_SVG = "<svg xmlns='http://www.w3.org/2000/svg'><script>alert('svg')</script><rect width='4'/></svg>"
@@ -293,7 +293,7 @@ def test_the_feedback_labels_are_in_the_editions_language_on_a_cleaned_page():
     nb = hostile_notebook()
     grading = {"grade": True, "solution": False, "grade_id": "test_x", "points": 1, "score": 1}
     nb.cells.append(new_code_cell("assert True", metadata={"nbgrader": grading}))
-    from authoring.manifest import load
+    from attention_course.model.manifest import load
 
     chinese = next(e for e in load().editions if e.language == "zh-CN")
     nb.metadata["language"] = "zh-Hans-CN"  # as an edition's notebook says (nbconvert reads it too)
@@ -310,8 +310,8 @@ def test_the_courses_own_markdown_reads_the_same_after_cleaning():
     from bs4 import BeautifulSoup
     from nbconvert.exporters import HTMLExporter
 
-    from authoring.manifest import load
-    from grading.html_safety import SanitizedMarkdown
+    from attention_course.grading.html_safety import SanitizedMarkdown
+    from attention_course.model.manifest import load
 
     exporter = HTMLExporter()
     cleaned_markdown = SanitizedMarkdown(parent=exporter)

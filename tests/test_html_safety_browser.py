@@ -23,6 +23,7 @@ import shutil
 
 import nbformat
 import pytest
+
 from browser import SHOTS, browser_page, jupyterlab
 from conftest import copy_course, describe, run
 

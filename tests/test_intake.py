@@ -1,4 +1,4 @@
-"""`grading.intake`: a submitted file is read only when it is safe to, and otherwise refused with
+"""`attention_course.grading.intake`: a submitted file is read only when it is safe to, and otherwise refused with
 one sentence, never followed, never waited on."""
 
 from __future__ import annotations
@@ -9,7 +9,15 @@ import time
 
 import pytest
 
-from grading.intake import MAX_BYTES, MAX_CELLS, MAX_DEPTH, Unreadable, copy_file, read_bytes, read_submission
+from attention_course.grading.intake import (
+    MAX_BYTES,
+    MAX_CELLS,
+    MAX_DEPTH,
+    Unreadable,
+    copy_file,
+    read_bytes,
+    read_submission,
+)
 
 GOOD = {
     "cells": [

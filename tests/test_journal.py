@@ -3,7 +3,7 @@ kept only with the same digest and only while their last line says so."""
 
 from __future__ import annotations
 
-from grading.journal import Journal, key
+from attention_course.grading.journal import Journal, key
 
 
 def test_an_unfinished_run_gives_its_seed_and_a_finished_one_none(tmp_path):

@@ -17,12 +17,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from attention_course.model.manifest import load
 from browser import SHOTS, chromium
 from class_hub import COURSE_ID, INSTRUCTOR, STUDENTS, class_hub, password
+from classroom import right_answer
 from conftest import REPO
-
-from authoring.manifest import load
-from tools.classroom import right_answer
 
 pytestmark = pytest.mark.slow
 ANN, BEN = STUDENTS

@@ -1,4 +1,4 @@
-"""confinement/linux.py: prctl and Landlock, tried for real in forked children of this test (no root,
+"""attention_course/confinement/linux.py: prctl and Landlock, tried for real in forked children of this test (no root,
 no bubblewrap), and the one place of the course that spells their numbers."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import in_child
 
-from confinement import confine, linux
+from attention_course.confinement import confine, linux
+from conftest import in_child
 
 REPO = Path(__file__).resolve().parents[1]
 ABI = linux.landlock_abi()
@@ -99,7 +99,7 @@ def test_the_inner_stage_archive_holds_confine_and_linux_as_they_are():
     archive = zipfile.ZipFile(io.BytesIO(confine._inner_archive()))
     assert sorted(archive.namelist()) == ["__main__.py", "confine.py", "linux.py"]
     for name in ("confine.py", "linux.py"):
-        assert archive.read(name) == (REPO / "confinement" / name).read_bytes()
+        assert archive.read(name) == (REPO / "attention_course" / "confinement" / name).read_bytes()
     assert confine._inner_archive() == confine._inner_archive()  # reproducible: no time stamps
 
 
@@ -116,13 +116,13 @@ def test_the_inner_stage_archive_runs_as_a_script(tmp_path):
 
 
 def test_only_linux_py_spells_the_calls():
-    """prctl options and Landlock syscall numbers live in confinement/linux.py alone."""
+    """prctl options and Landlock syscall numbers live in attention_course/confinement/linux.py alone."""
     spelled = re.compile(r"syscall\((ctypes\.c_long\()?44[4-6]|prctl\(\s*(4|38)\s*,|PR_SET_DUMPABLE\s*=|_LandlockAttr")
     tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True).stdout.split()
     found = [
         path
         for path in tracked
-        if path != "confinement/linux.py"
+        if path != "attention_course/confinement/linux.py"
         and not path.startswith("tests/")
         and spelled.search((REPO / path).read_text())
     ]

@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO, describe, run, venv_env
 
 pytestmark = pytest.mark.slow
@@ -37,7 +38,7 @@ def test_fresh_clone_creates_venv(target, tmp_path):
 
 def test_make_lab_opens_a_students_jupyterlab_on_the_editions_start_page():
     """Every edition of course.toml, none named in the Makefile: the launcher reads them."""
-    from authoring.manifest import load
+    from attention_course.model.manifest import load
 
     for edition in load().editions:
         proc = run(["make", "-n", "lab", f"EDITION={edition.name}"], cwd=REPO, timeout=60)

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from authoring import manifest
-from authoring.cases import all_cases, features
-from authoring.manifest import load
+from attention_course.model import manifest
+from attention_course.model.cases import all_cases, features
+from attention_course.model.manifest import load
 from helpers.cells import find_cell, is_answer_cell, is_test_cell, points, read_notebook
 from helpers.checks import RAISING_MISTAKES
 
@@ -109,7 +109,7 @@ def _manifest_data() -> dict:
     ],
 )
 def test_a_manifest_with_a_wrong_key_or_type_fails_loudly(change, expected):
-    from authoring.manifest_schema import validate
+    from attention_course.model.manifest_schema import validate
 
     data = _manifest_data()
     validate(data)  # the real manifest has the shape

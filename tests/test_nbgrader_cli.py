@@ -1,4 +1,4 @@
-"""`grading/nbgrader_cli.py`: nbgrader as the grader runs it, unpatched and quick to start."""
+"""`attention_course/grading/nbgrader_cli.py`: nbgrader as the grader runs it, unpatched and quick to start."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def test_the_script_is_nbgrader_and_its_gradebook_is_nbgraders(tmp_path):
     (course / "nbgrader_config.py").write_text((REPO / "nbgrader_config.py").read_text())
     (course / "source").symlink_to(REPO / "source", target_is_directory=True)
     run(
-        [sys.executable, REPO / "grading" / "nbgrader_cli.py", "generate_assignment", "attention", "--force"],
+        [sys.executable, REPO / "attention_course/grading/nbgrader_cli.py", "generate_assignment", "attention"]
+        + ["--force"],
         cwd=course,
         check=True,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import nbformat
 
-import grading  # noqa: F401
+import attention_course.grading  # noqa: F401
 from helpers.notebook_code import definition_statements, load_definitions
 
 CELL = '''

@@ -26,11 +26,11 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from browser import TOKEN, jupyterlab
-from conftest import REPO, copy_course, describe, run
 
-from authoring.manifest import load
-from tools.classroom import submission, write_submission
+from attention_course.model.manifest import load
+from browser import TOKEN, jupyterlab
+from classroom import submission, write_submission
+from conftest import REPO, copy_course, describe, run
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "03_split_heads"

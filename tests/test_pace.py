@@ -7,7 +7,8 @@ import re
 import nbformat
 import pytest
 
-from authoring import manifest, pace
+from attention_course.authoring import pace
+from attention_course.model import manifest
 
 COURSE = manifest.load()
 PACES = {p.notebook: p for p in pace.course_pace(COURSE)}

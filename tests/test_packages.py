@@ -1,8 +1,10 @@
-"""The course's packages by role, and the one way their dependencies go.
+"""The course's code is one namespace, attention_course, with a subpackage per role, and its
+dependencies go one way.
 
-authoring (building the course) and confinement need none of the others; the sandbox's driver
-needs only the helpers it runs a student's code with; grading builds on all three. No package
-imports the development tools or the tests.
+model (the course as grading needs it: manifest, cases, reference, expected results, catalogue) and
+confinement need none of the others but the helpers; authoring (building the course) builds on
+model; the sandbox's driver needs only the helpers it runs a student's code with; grading builds
+on model, sandbox and confinement, never on authoring. Nothing imports the tests.
 """
 
 from __future__ import annotations
@@ -10,28 +12,44 @@ from __future__ import annotations
 import ast
 
 import pytest
+
 from conftest import REPO
 
+PACKAGE = "attention_course"
 ALLOWED = {
-    "authoring": {"helpers"},
+    "model": {"helpers"},
+    "authoring": {"helpers", "model"},
     "confinement": set(),
     "sandbox": {"helpers"},
-    "grading": {"helpers", "authoring", "sandbox", "confinement"},
+    "grading": {"helpers", "model", "sandbox", "confinement"},
 }
-OURS = {*ALLOWED, "helpers", "tools", "tests", "conftest"}
+TESTS = {"classroom", "conftest", "attacks", "browser", "class_hub", "bench", "tests", "tools"}
+
+
+def _imported(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return []
 
 
 def course_imports(package: str, root=REPO) -> dict[str, set[str]]:
-    """Each module of `package` and the course packages it imports (anywhere in the module)."""
+    """Each module of `package` (a subpackage of attention_course) and the course packages it
+    imports anywhere in the module: helpers, a sibling subpackage, or a test module."""
     found = {}
-    for path in sorted((root / package).glob("*.py")):
+    for path in sorted((root / PACKAGE / package).rglob("*.py")):
         names = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names |= {alias.name.split(".")[0] for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
-        found[path.name] = (names & OURS) - {package}
+            for name in _imported(node):
+                parts = name.split(".")
+                if parts[0] == PACKAGE and len(parts) > 1 and parts[1] in ALLOWED:
+                    names.add(parts[1])
+                elif parts[0] == PACKAGE and len(parts) > 1:
+                    names.add(name)
+                elif parts[0] in {"helpers", *TESTS}:
+                    names.add(parts[0])
+        found[path.relative_to(root / PACKAGE).as_posix()] = names - {package}
     return found
 
 
@@ -43,11 +61,16 @@ def test_a_package_imports_only_the_packages_below_it(package):
 
 def test_every_python_file_of_the_course_is_in_one_of_the_packages():
     loose = [p.name for p in REPO.glob("*.py") if p.name != "nbgrader_config.py"]
-    assert loose == [] and (REPO / "grading" / "__init__.py").exists()
-    assert all((REPO / package / "__init__.py").exists() for package in ALLOWED)
+    assert loose == [], "Python files at the top of the repository"
+    tops = sorted(p.name for p in (REPO / PACKAGE).iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert tops == sorted(ALLOWED), "attention_course has a subpackage the rules above do not place"
+    assert [p.name for p in (REPO / PACKAGE).glob("*.py")] == ["__init__.py"]
+    assert all((REPO / PACKAGE / package / "__init__.py").exists() for package in ALLOWED)
 
 
 def test_a_wrong_import_is_found_even_inside_a_function(tmp_path):
-    (tmp_path / "confinement").mkdir()
-    (tmp_path / "confinement" / "policy.py").write_text("def f():\n    from grading.grade import main\n")
-    assert course_imports("confinement", tmp_path) == {"policy.py": {"grading"}}
+    (tmp_path / PACKAGE / "confinement").mkdir(parents=True)
+    (tmp_path / PACKAGE / "confinement" / "policy.py").write_text(
+        "def f():\n    from attention_course.grading.grade import main\n    from classroom import submission\n"
+    )
+    assert course_imports("confinement", tmp_path) == {"confinement/policy.py": {"grading", "classroom"}}

@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from authoring.manifest import load
-from authoring.reference import answer_source, define
-from grading.trusted import statements_of
+from attention_course.grading.trusted import statements_of
+from attention_course.model.manifest import load
+from attention_course.model.reference import answer_source, define
+from classroom import answer_cells, submission
 from helpers import course as student_course
 from helpers.checks import forbidden_message
 from helpers.policy import check_exercise, needed_statements, refusal, violations
-from tools.classroom import answer_cells, submission
 
 COURSE = load()
 FORBIDDING = [i for i in COURSE.exercises() if i.forbid_builtins]

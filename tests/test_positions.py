@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-import grading  # noqa: F401
-from authoring.manifest import load
-from authoring.reference import reference
+import attention_course.grading  # noqa: F401
+from attention_course.model.manifest import load
+from attention_course.model.reference import reference
 from helpers import positions
 
 COURSE = load()

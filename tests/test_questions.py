@@ -10,10 +10,10 @@ import re
 import nbformat
 import pytest
 
-from authoring.edition import GRADER_ONLY, read_catalogue
-from authoring.manifest import load
-from authoring.question_cells import question_of
-from grading.trusted import judge_choice
+from attention_course.authoring.edition import GRADER_ONLY, read_catalogue
+from attention_course.authoring.question_cells import question_of
+from attention_course.grading.trusted import judge_choice
+from attention_course.model.manifest import load
 from helpers import course as student_course
 from helpers.feedback import CheckFailed
 from helpers.i18n import using
@@ -163,7 +163,7 @@ def test_every_question_has_one_cell_written_from_the_manifest(edition):
 
 @pytest.mark.parametrize("item", QUESTIONS, ids=lambda i: i.name)
 def test_the_source_notebook_answers_what_the_manifest_says(item):
-    from grading.trusted import choice_answer
+    from attention_course.grading.trusted import choice_answer
     from helpers.cells import read_notebook
 
     assert choice_answer(read_notebook(COURSE.source_notebook(item.notebook)), item) == item.answer

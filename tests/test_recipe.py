@@ -10,11 +10,11 @@ import textwrap
 
 import nbformat
 import pytest
-from conftest import COURSE_PIECES, REPO, copy_course, describe, run
 
-from authoring.edition import read_catalogue, write_catalogue
-from authoring.manifest import load
-from tools.classroom import submission, write_submission, wrong_answer
+from attention_course.authoring.edition import read_catalogue, write_catalogue
+from attention_course.model.manifest import load
+from classroom import submission, write_submission, wrong_answer
+from conftest import COURSE_PIECES, REPO, copy_course, describe, run
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = "01_scaling_problem"

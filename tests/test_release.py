@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from conftest import REPO, copy_course, describe, run
 
-from authoring.manifest import load
+from attention_course.model.manifest import load
+from conftest import REPO, copy_course, describe, run
 from helpers.casefile import load_cases
 from helpers.cells import find_cell
 

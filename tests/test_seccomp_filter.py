@@ -13,9 +13,9 @@ import socket
 import tempfile
 
 import pytest
-from conftest import in_child
 
-from confinement import confine, linux, seccomp_filter
+from attention_course.confinement import confine, linux, seccomp_filter
+from conftest import in_child
 
 
 def _in_filtered_child(program: bytes, attempts) -> dict:

@@ -9,7 +9,7 @@ import ast
 import nbformat
 import pytest
 
-from authoring.manifest import load
+from attention_course.model.manifest import load
 
 COURSE = load()
 COMPARISONS = ("allclose", "isclose")

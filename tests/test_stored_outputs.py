@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import REPO, describe, run
 
-from authoring.manifest import load
+from attention_course.model.manifest import load
+from conftest import REPO, describe, run
 
 pytestmark = pytest.mark.slow
 COURSE = load()

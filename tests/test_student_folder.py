@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from authoring.manifest import load
-from authoring.student_folder import scan, write
+from attention_course.authoring.student_folder import scan, write
+from attention_course.model.manifest import load
 
 COURSE = load()
 
@@ -46,7 +46,7 @@ def test_the_scan_finds_every_kind_of_leak(folder, tmp_path, leak):
     """The scan can fail: plant one leak of each kind in a copy."""
     import shutil
 
-    from authoring.reference import answer_source
+    from attention_course.model.reference import answer_source
 
     copy = tmp_path / "copy"
     shutil.copytree(folder, copy)
@@ -58,9 +58,9 @@ def test_the_scan_finds_every_kind_of_leak(folder, tmp_path, leak):
         data["cells"][-1]["source"] = "### BEGIN HIDDEN TESTS\ncheck('x', x, hidden=True)\n"
         notebook.write_text(json.dumps(data))
     elif leak == "grading_code":
-        shutil.copytree(COURSE.root / "grading", copy / "grading")
+        shutil.copytree(COURSE.root / "attention_course" / "grading", copy / "grading")
     elif leak == "hidden_case":
-        from authoring.cases import all_cases
+        from attention_course.model.cases import all_cases
         from helpers.casefile import save_cases
 
         save_cases(

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-import grading  # noqa: F401
-from authoring.manifest import load
-from authoring.reference import define, reference
+import attention_course.grading  # noqa: F401
+from attention_course.model.manifest import load
+from attention_course.model.reference import define, reference
 from helpers import trained_heads as th
 
 COURSE = load()
@@ -92,7 +92,7 @@ def test_a_class_returning_wrong_shapes_is_not_trained():
 
 
 def reference_source_with(old: str, new: str) -> str:
-    from authoring.reference import answer_source
+    from attention_course.model.reference import answer_source
 
     source = answer_source(COURSE, MHA)
     assert old in source

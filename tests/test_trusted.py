@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from authoring.manifest import load
-from grading import workspace as workspaces
-from grading.settings import Grading
-from grading.trusted import grade_student
-from tools.classroom import right_answer, submission, write_submission
+from attention_course.grading import workspace as workspaces
+from attention_course.grading.settings import Grading
+from attention_course.grading.trusted import grade_student
+from attention_course.model.manifest import load
+from classroom import right_answer, submission, write_submission
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = ["02_scaled_dot_product_attention", "03_split_heads"]

@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from babel.messages.pofile import read_po
 
-from authoring import manifest
+from attention_course.model import manifest
 
 COURSE = manifest.load()
 RELEASE = COURSE.release_dir("zh-CN")

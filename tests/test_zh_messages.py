@@ -10,7 +10,7 @@ import string
 import pytest
 from babel.messages.pofile import read_po
 
-from authoring import manifest
+from attention_course.model import manifest
 
 CATALOGUE = manifest.REPO / "i18n" / "zh-CN" / "messages.po"
 with CATALOGUE.open("rb") as _handle:

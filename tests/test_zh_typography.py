@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from babel.messages.pofile import read_po
 
-from authoring import manifest
+from attention_course.model import manifest
 
 COURSE = manifest.load()
 ZH = manifest.REPO / "i18n" / "zh-CN"

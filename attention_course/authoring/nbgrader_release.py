@@ -1,0 +1,49 @@
+"""The course's plugin for `nbgrader generate_assignment`.
+
+`ClearSolutionsAndQuestions` is nbgrader's `ClearSolutions` with two differences: its `code_stub`
+is the one of the assignment's edition in course.toml (so the Chinese edition's exercises say
+`# 在这里写你的代码`), and the answer cell of a multiple-choice question becomes
+`answer = ""  # "A", "B", "C" or "D"` (a line a beginner can fill in) instead of
+`raise NotImplementedError()`. The course's nbgrader_config.py puts it in
+place of `ClearSolutions` in `GenerateAssignment.preprocessors`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import ClearSolutions
+from nbgrader.utils import is_solution
+
+from attention_course.model.manifest import load
+
+
+def question_stub(variable: str, options) -> str:
+    return f'{variable} = ""  # {", ".join(repr(o).replace(chr(39), chr(34)) for o in options)}'
+
+
+class ClearSolutionsAndQuestions(ClearSolutions):
+    """ClearSolutions, with a fill-in-the-letter stub for the course's multiple-choice questions."""
+
+    def preprocess(self, nb, resources):
+        coursedir = CourseDirectory(config=self.config)
+        course = load((Path(coursedir.root) / coursedir.source_directory).resolve().parent)
+        notebook = resources.get("nbgrader", {}).get("notebook")
+        self._questions = {i.answer_cell: i for i in course.questions() if i.notebook == notebook}
+        assignment = resources.get("nbgrader", {}).get("assignment")
+        editions = [e for e in course.editions if e.assignment == assignment]
+        if editions:
+            self.code_stub = {**self.code_stub, "python": editions[0].code_stub}
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        item = self._questions.get(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"))
+        if item is None or not is_solution(cell) or cell.cell_type != "code":
+            return super().preprocess_cell(cell, resources, cell_index)
+        saved = dict(self.code_stub)
+        self.code_stub = {**saved, resources["language"]: question_stub(item.variable, item.spec["options"])}
+        try:
+            return super().preprocess_cell(cell, resources, cell_index)
+        finally:
+            self.code_stub = saved

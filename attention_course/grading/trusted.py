@@ -1,0 +1,460 @@
+"""The trusted verdict on a student's submission.
+
+Nothing the student's code does can change it. For each graded notebook the grader:
+- reads a question's answer from its answer cell without running anything (a literal);
+- for exercises, takes the notebook's definitions with `ast`; when an exercise forbids
+  built-ins, keeps only the statements the exercises need and holds them to the static policy
+  (`helpers.policy`, the one the visible check runs), draws fresh cases from the grading seed,
+  and sends only the inputs to the sandbox (`attention_course.sandbox.driver`), which runs confined
+  (`attention_course.confinement.confine`) in the student's workspace, and runs those statements and no others;
+- judges the numbers that come back with the same staged checks the students see, in its own
+  process and in the submission's language.
+A fault of the grader itself while judging one answer costs only that cell (0, with the reason)
+and is reported as a fault, so the teacher hears of it.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import attention_course.sandbox.driver
+from attention_course.confinement import confine
+from attention_course.confinement.limits import kill_tree, watch
+from attention_course.model.cases import all_cases
+from attention_course.model.catalogue import grader_text
+from attention_course.model.expected import expected_results
+from attention_course.model.manifest import Course, Item
+from attention_course.sandbox.driver import WALL_FACTOR, read_frames
+from helpers import course as student_course
+from helpers.casefile import save_cases
+from helpers.cells import cell_source, find_cell, is_test_cell, read_notebook
+from helpers.checks import judge
+from helpers.exercises import Case, Outcome
+from helpers.i18n import _, using
+from helpers.notebook_code import course_cell_sources, notebook_statements
+from helpers.policy import check_exercise, needed_statements, refusal
+from helpers.questions import normalise_option
+
+from .intake import Unreadable, read_submission
+from .settings import Grading
+from .workspace import Workspace
+
+SANDBOX = Path(attention_course.sandbox.driver.__file__)
+STARTUP_SECONDS = 120  # starting Python and importing torch inside the sandbox, on a busy machine
+
+
+RUNNING: set[int] = set()  # pids of sandboxes at work in this process (not orphans to sweep)
+
+
+class ConfinementFailed(Exception):
+    """The confinement could not be set up: the student is not graded (never unconfined)."""
+
+
+@dataclass(frozen=True)
+class TestCell:
+    """A graded test cell: the item it grades and what it is worth."""
+
+    notebook: str
+    grade_id: str
+    item: str
+    points: float
+
+
+@dataclass
+class Verdict:
+    """The trusted result of one test cell."""
+
+    cell: TestCell
+    score: float
+    reason: str  # empty when full marks
+    fault: bool = False  # the grader itself failed on this cell
+
+
+def test_cells(course: Course, notebook: str) -> list[TestCell]:
+    """The graded test cells of a notebook, from the manifest."""
+    return [TestCell(notebook, item.test_cell, item.name, item.points) for item in course.items_in(notebook)]
+
+
+@functools.lru_cache(maxsize=8)
+def grading_cases(course: Course, seed: int) -> tuple[Case, ...]:
+    """Fresh cases from `seed`, visible and hidden kinds alike, with the reference results."""
+    views = {i["name"]: i for i in course.student_view()["items"]}
+    cases = all_cases(course, seed)
+    for case in cases:
+        if not case.raises:
+            case.expected = expected_results(course, case, views[case.exercise])
+    return tuple(cases)
+
+
+@functools.lru_cache(maxsize=8)
+def course_modules(course: Course, edition: str) -> tuple[str, ...]:
+    """The modules the course's own cells import (the driver imports them once, before it forks,
+    so that every notebook's definitions do not import matplotlib and the labs afresh)."""
+    names: list[str] = []
+    for notebook in course.graded_notebooks():
+        for source in sorted(course_cell_sources(read_notebook(course.source_notebook(notebook, edition)))):
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:
+                continue
+            for node in tree.body:
+                if isinstance(node, ast.Import):
+                    names += [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    names += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return tuple(dict.fromkeys(names))
+
+
+# ----------------------------------------------------------------------------- questions
+
+
+def choice_answer(notebook: dict, item: Item):
+    """The literal a notebook's answer cell gives a question's variable (None when there is none).
+    Read with ast, never run."""
+    cells = [find_cell(notebook, item.answer_cell)]
+    cells += [c for c in notebook.get("cells", []) if c.get("cell_type") == "code" and not is_test_cell(c)]
+    for cell in cells:
+        if cell is None:
+            continue
+        try:
+            tree = ast.parse(cell_source(cell))
+        except SyntaxError:
+            continue
+        for node in reversed(tree.body):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == item.variable
+            ):
+                try:
+                    return ast.literal_eval(node.value)
+                except ValueError:
+                    return ast.unparse(node.value)
+    return None
+
+
+def judge_choice(item: Item, value, language: str = "en") -> tuple[float, str]:
+    """(score, reason) of a question's answer; the reason explains the chosen option, right or
+    wrong, in the submission's language (the explanations are never released)."""
+    if value is None:
+        return 0.0, _("No answer: {variable} is not set.").format(variable=item.variable)
+    option = normalise_option(value)
+    if option not in item.explanations:
+        return 0.0, _("The answer {value!r} is not one of {options}.").format(
+            value=value, options=_(", ").join(item.explanations)
+        )
+    why = grader_text(item.explanations[option], f"explain/{item.name}", language)
+    if option == item.answer:
+        return item.points, _("Right: {option}. {why}").format(option=option, why=why)
+    return 0.0, _("Not {option}. {why}").format(option=option, why=why)
+
+
+# ----------------------------------------------------------------------------- exercises
+
+
+@dataclass
+class Unit:
+    """One notebook's exercises to run in the sandbox."""
+
+    notebook: str
+    statements: list[str]
+    exercises: list[str]
+
+
+def statements_of(
+    course: Course, notebook: str, path: Path, forbidding: bool, edition: str = "en"
+) -> tuple[list[str], list[str]]:
+    """(the definitions the sandbox runs for a submitted notebook, every definition it makes).
+
+    Test cells and top-level actions are left out, and the course's own cells contribute only
+    their definitions. For a notebook whose exercises forbid the built-ins, the sandbox runs only
+    what the notebook's exercises need (`helpers.policy.needed_statements`): exactly what the
+    policy reads, so a scratch cell or a demo neither costs marks nor runs."""
+    course_cells = course_cell_sources(read_notebook(course.source_notebook(notebook, edition)))
+    submitted = read_submission(path).notebook
+    student = notebook_statements(submitted, course_cells, which="student")
+    ours = notebook_statements(submitted, course_cells, which="course")
+    every = ours + student
+    if forbidding:
+        return needed_statements(every, [i.name for i in course.items_in(notebook) if not i.is_choice]), every
+    return every, every
+
+
+def run_sandbox(
+    units: list[Unit],
+    cases: list[Case],
+    workspace: Workspace,
+    course: Course,
+    settings: Grading,
+    layers: list[str],
+    edition: str = "en",
+):
+    """Run the units confined; yields (report, arrays) for each unit, in order, as soon as the
+    sandbox has done it. Raises SandboxFailed (after the units that came back) or ConfinementFailed."""
+    work, inbox = workspace.sandbox, workspace.inbox
+    save_cases(cases, inbox / "inputs.npz")
+    views = {i["name"]: i for i in course.student_view()["items"]}
+    request = {
+        "units": [{"notebook": u.notebook, "statements": u.statements, "exercises": u.exercises} for u in units],
+        "specs": {name: views[name] for u in units for name in u.exercises},
+        "memory": int(settings.memory_gib * 2**30),
+        "seconds": settings.seconds,
+        "preload": list(course_modules(course, edition)),
+    }
+    (inbox / "request.json").write_text(json.dumps(request))
+    workspace.hand_over()
+    policy_path = str(workspace.root.parent / f"{workspace.root.name}.sandbox-policy.json")
+    program = [sys.executable, "-I", "-", str(inbox), str(work)]
+    argv = confine.command(workspace.policy(settings, layers, sandbox=True), program, policy_path)
+    exercises = sum(len(u.exercises) for u in units)
+    problem: list[str] = []
+    finished = False
+    with open(work.parent / "sandbox-stderr", "wb") as err:  # the sandbox's log, for a person
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+        RUNNING.add(proc.pid)
+        # The driver limits each exercise; this is the backstop for the whole run.
+        watcher = threading.Thread(
+            target=lambda: problem.append(
+                watch(
+                    proc,
+                    int(settings.memory_gib * 2**30) + 2**30,
+                    STARTUP_SECONDS + exercises * (WALL_FACTOR * settings.seconds + 10),
+                )
+            ),
+            daemon=True,
+        )
+        try:
+            proc.stdin.write(SANDBOX.read_bytes())
+            proc.stdin.close()
+            watcher.start()
+            for header, arrays in read_frames(proc.stdout):
+                if header.get("done"):
+                    finished = True
+                    break
+                yield header["report"], {k: torch.from_numpy(np.array(v)) for k, v in arrays.items()}
+        finally:
+            if not finished and proc.poll() is None:
+                kill_tree(proc.pid)  # the caller stopped listening, or the channel broke
+            if watcher.ident is not None:
+                watcher.join()
+            proc.wait()
+            proc.stdout.close()
+            RUNNING.discard(proc.pid)
+    status = confine.read_status(policy_path) or {"outcome": "killed", "reason": "", "exit": proc.returncode}
+    Path(confine.status_path(policy_path)).unlink(missing_ok=True)
+    if status["outcome"] in ("unavailable", "usage"):
+        raise ConfinementFailed(f"confine: {status['layer']}: {status['reason']}")
+    stop = problem[0] if problem else ""
+    if stop or status["outcome"] != "exited" or status["exit"] != 0 or not finished:
+        raise SandboxFailed(
+            {"kind": stop.kind, "gib" if stop.kind == "memory" else "seconds": stop.limit}
+            if stop
+            else {"kind": "stopped", "detail": status["reason"] or f"exit {status['exit']}"}
+        )
+
+
+class SandboxFailed(Exception):
+    """The sandbox as a whole did not finish (each exercise's own failures are in its report)."""
+
+
+def _outcome(index: int, entry: dict, arrays: dict) -> Outcome:
+    outcome = Outcome(
+        error=tuple(entry["error"]) if entry["error"] else None,
+        problem=entry["problem"],
+        mistake=entry["mistake"],
+        changed_inputs=list(entry.get("changed_inputs", [])),
+    )
+    if entry["results"] is not None:
+        results = []
+        for key, dtype in zip(entry["results"], entry["dtypes"]):
+            array = arrays.get(f"c{index}/{key}")
+            results.append(
+                _NotATensor(key)
+                if array is None or dtype is None
+                else array.to(getattr(torch, str(dtype).replace("torch.", "")))
+            )
+        outcome.results = tuple(results)
+    return outcome
+
+
+class _NotATensor:
+    """Stands for a returned value that was not a tensor (only its type name came back)."""
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def __repr__(self):
+        return self.type_name
+
+
+def describe_failure(failed: dict) -> str:
+    """Why the sandbox stopped an exercise, in the submission's language."""
+    kind = failed.get("kind")
+    if kind == "memory":
+        return _("it used more than {gib:.1f} GiB of memory and was stopped").format(gib=failed["gib"])
+    if kind == "timeout":
+        return _("it ran longer than {seconds:.0f} s (an endless loop or a long sleep?) and was stopped").format(
+            seconds=failed["seconds"]
+        )
+    if kind == "signal":
+        return _("the Python process running it died ({signal})").format(signal=failed["signal"])
+    if kind == "exit":
+        return _("the Python process running it exited with code {code} (os._exit or a crash)").format(
+            code=failed["code"]
+        )
+    return _("the sandbox stopped: {detail}").format(detail=failed.get("detail", ""))
+
+
+def judge_exercise(item: Item, cases: list[tuple[int, Case]], report: dict, arrays: dict) -> str:
+    """The first failure message for an exercise, or '' when every case passes."""
+    ran = report["exercises"].get(item.name, {})
+    if "failed" in ran:
+        return _("While running `{name}`, {reason}.").format(name=item.name, reason=describe_failure(ran["failed"]))
+    for index, case in cases:
+        entry = report["cases"].get(str(index))
+        if entry is None:
+            return _("`{name}` was not run (the sandbox stopped before it).").format(name=item.name)
+        if not entry["defined"]:
+            return _("`{name}` is not defined in this notebook.").format(name=item.name)
+        if entry.get("ops"):
+            return _("`{name}` used a built-in this exercise forbids ({op}); it earns no marks here.").format(
+                name=item.name, op=entry["ops"][0]
+            )
+        message = judge(case, _outcome(index, entry, arrays))
+        if message:
+            return message
+    return ""
+
+
+# ----------------------------------------------------------------------------- a whole student
+
+
+def grade_student(
+    course: Course,
+    paths: dict[str, Path],
+    seed: int,
+    settings: Grading,
+    layers: list[str],
+    workspace: Workspace,
+    edition: str = "en",
+    publish=None,
+) -> dict[str, list[Verdict]]:
+    """The trusted verdict on every test cell of a student's notebooks (by notebook name), judged
+    against the course's cells of the submission's edition and in its language.
+
+    `publish(notebook, verdicts)` is called for each notebook as soon as its verdicts are known,
+    so nbgrader can take a notebook's grades while the sandbox is still busy with later ones.
+    Raises ConfinementFailed when the sandbox could not be confined (the caller reports the
+    student and grades nothing for them)."""
+    student_course.install(course.student_view())
+    try:
+        with using(course.edition(edition).language):
+            return _grade_student(course, paths, seed, settings, layers, workspace, edition, publish)
+    finally:
+        student_course.install(None)
+
+
+def _grade_student(
+    course, paths, seed, settings, layers, workspace, edition="en", publish=None
+) -> dict[str, list[Verdict]]:
+    decided: dict[str, Verdict] = {}
+    units: list[Unit] = []
+    for notebook in course.graded_notebooks():
+        cells = {c.item: c for c in test_cells(course, notebook)}
+        path = paths.get(notebook)
+        notebook_json = None
+        if path is not None:
+            try:
+                notebook_json = read_submission(path).notebook
+            except Unreadable as bad:
+                reason = bad.sentence()
+                decided.update({name: Verdict(cell, 0.0, reason) for name, cell in cells.items()})
+                continue
+        if notebook_json is None:
+            decided.update(
+                {
+                    name: Verdict(cell, 0.0, _("{notebook}.ipynb was not submitted.").format(notebook=notebook))
+                    for name, cell in cells.items()
+                }
+            )
+            continue
+        forbidding = any(item.forbid_builtins for item in course.items_in(notebook))
+        statements, every = statements_of(course, notebook, path, forbidding, edition)
+        run = []
+        for item in course.items_in(notebook):
+            cell = cells[item.name]
+            try:
+                if item.is_choice:
+                    language = course.edition(edition).language
+                    score, reason = judge_choice(item, choice_answer(notebook_json, item), language)
+                    decided[item.name] = Verdict(cell, score, reason)
+                    continue
+                if item.forbid_builtins:
+                    names = tuple(i.name for i in course.exercises())
+                    found = check_exercise(every, item.name, course.forbidden, names)
+                    if found:
+                        decided[item.name] = Verdict(cell, 0.0, refusal(item.name, found))
+                        continue
+                run.append(item.name)
+            except Exception as exc:
+                decided[item.name] = _fault(cell, exc)
+        if run:
+            units.append(Unit(notebook, statements, run))
+
+    def verdicts_of(notebook: str) -> list[Verdict]:
+        return [decided[c.item] for c in test_cells(course, notebook) if c.item in decided]
+
+    waiting = {u.notebook for u in units}
+    for notebook in course.graded_notebooks():
+        if publish and notebook not in waiting and verdicts_of(notebook):
+            publish(notebook, verdicts_of(notebook))
+
+    def judge_unit(unit: Unit, report: dict, arrays: dict, indexed: list) -> None:
+        for name in unit.exercises:
+            item = course.item(name)
+            cell = next(c for c in test_cells(course, unit.notebook) if c.item == name)
+            try:
+                message = judge_exercise(item, [(i, c) for i, c in indexed if c.exercise == name], report, arrays)
+                decided[name] = Verdict(cell, 0.0 if message else cell.points, message)
+            except Exception as exc:
+                decided[name] = _fault(cell, exc)
+        if publish:
+            publish(unit.notebook, verdicts_of(unit.notebook))
+
+    if units:
+        wanted = {name for u in units for name in u.exercises}
+        cases = [c for c in grading_cases(course, seed) if c.exercise in wanted]
+        indexed = list(enumerate(cases))
+        left = list(units)
+        try:
+            for report, arrays in run_sandbox(units, cases, workspace, course, settings, layers, edition):
+                if left:
+                    judge_unit(left.pop(0), report, arrays, indexed)
+        except SandboxFailed as failed:
+            report = {"cases": {}, "exercises": {n: {"failed": failed.args[0]} for u in left for n in u.exercises}}
+            for unit in left:
+                judge_unit(unit, report, {}, indexed)
+    notebooks = {v.cell.notebook for v in decided.values()}
+    return {nb: verdicts_of(nb) for nb in course.graded_notebooks() if nb in notebooks}
+
+
+def _fault(cell: TestCell, exc: Exception) -> Verdict:
+    return Verdict(
+        cell,
+        0.0,
+        _("The grader could not judge this answer ({kind}: {text}); your teacher has been told.").format(
+            kind=type(exc).__name__, text=str(exc)[:200]
+        ),
+        fault=True,
+    )
