@@ -127,3 +127,43 @@ def test_only_linux_py_spells_the_calls():
         and spelled.search((REPO / path).read_text())
     ]
     assert found == []
+
+
+def test_a_user_namespace_of_its_own_counts_the_process_limit_apart():
+    """Beside 40 sleeping children of this uid, a process in its own namespace with a limit of 8
+    tasks can still start 5 (the limit counts its namespace); outside one, the same limit stops it."""
+    import resource
+
+    def attempt(own: bool):
+        def run():
+            if os.geteuid() == 0:  # root is not held to RLIMIT_NPROC: nobody is
+                os.setgroups([])
+                os.setresgid(65534, 65534, 65534)
+                os.setresuid(65534, 65534, 65534)
+            sleepers = [subprocess.Popen(["sleep", "30"]) for _ in range(40)]
+            try:
+                if own:
+                    linux.own_user_namespace()
+                    mapped = open("/proc/self/uid_map").read().split()
+                else:
+                    mapped = []
+                resource.setrlimit(resource.RLIMIT_NPROC, (8, 8))
+                started = []
+                try:
+                    for _ in range(5):
+                        started.append(subprocess.Popen(["true"]))
+                except OSError as exc:
+                    return {"started": len(started), "error": exc.errno, "mapped": mapped}
+                for child in started:
+                    child.wait()
+                return {"started": len(started), "mapped": mapped}
+            finally:
+                for sleeper in sleepers:
+                    sleeper.kill()
+
+        return run
+
+    own, shared = in_child(attempt(True)), in_child(attempt(False))
+    uid = "65534" if os.geteuid() == 0 else str(os.getuid())
+    assert own["started"] == 5 and own["mapped"][:2] == [uid, uid], own
+    assert shared.get("error") == errno.EAGAIN, shared

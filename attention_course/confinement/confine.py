@@ -422,8 +422,14 @@ def _inner(cfg: dict, status: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (cfg["max_file_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_NOFILE, (cfg["max_open_files"],) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if cfg.get("nproc"):
-        resource.setrlimit(resource.RLIMIT_NPROC, (cfg["nproc"],) * 2)
+    nproc = cfg.get("nproc")
+    if cfg.get("userns"):  # before the limit: a new namespace's parent count is bounded by it
+        try:
+            linux.own_user_namespace()
+        except OSError:
+            nproc = cfg.get("nproc_shared")  # no namespaces here: the uid's count, shared
+    if nproc:
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc,) * 2)
     ruleset = None
     if "landlock" in layers:
         # Opened before the uid switch: the sandbox user may not be able to reach every path.
@@ -671,16 +677,19 @@ def _preflight(policy: Policy) -> dict:
             uid, gid = sandbox_user()
         if uid == 0 or gid == 0:
             raise Unavailable("user", f"uid {uid} / gid {gid} is not an unprivileged user")
-    nproc = None
+    # RLIMIT_NPROC counts the tasks of a uid in a user namespace. Each program gets a count of its
+    # own: a leased uid of its own (`user`; accounts.py), bubblewrap's user namespace, or one the
+    # inner stage makes (`userns`). Only where none is possible does it share the uid's count.
+    nproc = shared = None
+    userns = False
     if uid is not None:
         nproc = policy.max_processes
     elif os.getuid() != 0:
-        if "bwrap" in policy.layers:
-            nproc = policy.max_processes  # counted in the sandbox's own user namespace
-        else:
-            nproc = _uid_tasks(os.getuid()) + policy.max_processes
+        nproc = policy.max_processes
+        userns = "bwrap" not in policy.layers
+        shared = _uid_tasks(os.getuid()) + policy.max_processes
     seccomp = _seccomp_programs(policy.layers) if policy.layers else {}
-    return {"uid": uid, "gid": gid, "nproc": nproc, "seccomp": seccomp}
+    return {"uid": uid, "gid": gid, "nproc": nproc, "nproc_shared": shared, "userns": userns, "seccomp": seccomp}
 
 
 def bwrap_path() -> str:
@@ -927,6 +936,8 @@ class Supervisor:
             "max_file_bytes": policy.max_file_bytes,
             "max_open_files": policy.max_open_files,
             "nproc": resolved["nproc"],
+            "nproc_shared": resolved["nproc_shared"],
+            "userns": resolved["userns"],
             "uid": resolved["uid"],
             "gid": resolved["gid"],
             "seccomp": resolved["seccomp"],

@@ -59,6 +59,27 @@ PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 
 
+CLONE_NEWUSER = 0x10000000
+
+
+def own_user_namespace() -> None:
+    """Move this process into a user namespace of its own, keeping its uid and gid (mapped to
+    themselves). RLIMIT_NPROC is then counted over this namespace's tasks only, not over every
+    task of the uid on the machine. OSError when the kernel refuses (no unprivileged namespaces)."""
+    uid, gid = os.getuid(), os.getgid()
+    _check(libc().unshare(ctypes.c_int(CLONE_NEWUSER)), "unshare(CLONE_NEWUSER)")
+    # A process that is not dumpable (the supervisor's child, or after a uid change) cannot write
+    # its own /proc files: dumpable for the three writes only (exec decides it again anyway).
+    dumpable = prctl(PR_GET_DUMPABLE)
+    prctl(PR_SET_DUMPABLE, 1)
+    try:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    finally:
+        prctl(PR_SET_DUMPABLE, dumpable)
+
+
 def not_dumpable() -> None:
     """No process of the same uid may attach to this one, read its memory (/proc/PID/mem) or its
     file descriptors: what a trusted process does before it starts untrusted ones."""

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from attention_course.confinement import confine, linux
+from attention_course.confinement import accounts, confine, linux
 
 from .intake import Unreadable, read_bytes
 from .settings import Grading
@@ -79,8 +79,11 @@ def installed_helpers() -> Path:
 class Workspace:
     """One student's private folder for one assignment."""
 
-    def __init__(self, student: str, assignment: str):
+    def __init__(self, student: str, assignment: str, own_account: bool = False):
         self.student, self.assignment = student, assignment
+        # With the `user` layer, an account of the student's own while they are graded
+        # (attention_course.confinement.accounts): their process limit is theirs alone.
+        self.account = accounts.lease() if own_account else None
         self.root = base() / f"{_safe(student)}-{_safe(assignment)}"
         self.folder = self.root / assignment  # the notebooks and helpers, as in the student's JupyterLab
         self.runtime = self.root / "runtime"  # the kernel's connection file and sockets
@@ -162,11 +165,16 @@ class Workspace:
             scratch_bytes=settings.scratch_mib * 2**20,
             # the sandbox's driver caps each child at memory_gib itself; its own share is on top
             memory_bytes=int((settings.memory_gib + (1 if sandbox else 0)) * 2**30),
+            uid=self.account.uid if self.account else None,
+            gid=self.account.gid if self.account else None,
         )
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
         shutil.rmtree(self.inbox, ignore_errors=True)
+        if self.account is not None:
+            accounts.sweep(self.account.uid)  # nothing of this student's outlives the lease
+            self.account.release()
 
 
 def choose_layers(settings: Grading) -> tuple[list[str], dict[str, str | None]]:
