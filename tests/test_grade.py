@@ -6,12 +6,14 @@ is tested in test_class_grading.py, test_one_grading_path.py, test_grader.py and
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
 import time
 
 import nbformat
+import pytest
 
 from attention_course.grading.grade import Submission, bounded, copy_submission, find_submissions
 from attention_course.grading.nbgrader_plugins import tidy
@@ -109,3 +111,49 @@ def test_the_command_line_is_the_grading_settings(tmp_path):
     app = GradeApp()
     app.parse_command_line(["--course", str(tmp_path), "--seconds", "20", "--jobs=1", "--seconds=5", "--jobs", "2"])
     assert (app.settings().seconds, app.settings().jobs) == (5.0, 2)
+
+
+def _release_and_copy():
+    release = nbformat.v4.new_notebook(cells=[_graded("answer", answer=True), _graded("test_answer")])
+    release.cells[1].metadata["nbgrader"]["locked"] = True
+    return release, nbformat.from_dict(json.loads(json.dumps(release)))
+
+
+TAMPERING = {
+    "points raised": lambda nb: nb.cells[1].metadata["nbgrader"].update(points=100),
+    "test cell no longer graded": lambda nb: nb.cells[1].metadata["nbgrader"].update(grade=False),
+    "test cell unlocked": lambda nb: nb.cells[1].metadata["nbgrader"].update(locked=False),
+    "answer cell made a grade cell": lambda nb: nb.cells[0].metadata["nbgrader"].update(grade=True, points=50),
+    "test cell made markdown": lambda nb: nb.cells[1].update(cell_type="markdown"),
+    "a grade cell added": lambda nb: nb.cells.append(
+        nbformat.from_dict(
+            {
+                **_graded("bonus_points"),
+                "metadata": {
+                    "nbgrader": {**_graded("x").metadata["nbgrader"], "grade_id": "bonus_points", "points": 100}
+                },
+            }
+        )
+    ),
+    "marks without an id": lambda nb: nb.cells.append(
+        nbformat.from_dict({**_graded("y"), "metadata": {"nbgrader": {"grade": True, "points": 9}}})
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TAMPERING))
+def test_tidy_puts_back_the_release_s_grading_marks_whatever_was_changed(kind):
+    release, nb = _release_and_copy()
+    TAMPERING[kind](nb)
+    notes = tidy(nb, release, "02.ipynb")
+    assert len(notes) == 1 and notes[0].startswith("02.ipynb: "), notes
+    graded = [c for c in nb.cells if "nbgrader" in c.metadata]
+    assert [(c.cell_type, c.metadata["nbgrader"]) for c in graded] == [
+        (c.cell_type, c.metadata["nbgrader"]) for c in release.cells
+    ]
+    assert str(notes[0].said()) == str(notes[0])  # English: said as written
+
+
+def test_tidy_leaves_an_untouched_notebook_alone():
+    release, nb = _release_and_copy()
+    assert tidy(nb, release, "02.ipynb") == []

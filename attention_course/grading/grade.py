@@ -47,7 +47,7 @@ from attention_course.confinement.limits import kill_tree
 from attention_course.model.manifest import Course, load
 from attention_course.sandbox.driver import WALL_FACTOR
 
-from . import as_data, workspace
+from . import as_data, near_names, workspace
 from . import gradebook as records
 from . import settings as grading_settings
 from .coursedir import CoursePaths, paths
@@ -167,7 +167,7 @@ def bounded(proc: subprocess.Popen, memory: int | None, timeout: float | None) -
     return why
 
 
-def copy_submission(course: Course, sub: Submission, dest: Path) -> None:
+def copy_submission(course: Course, sub: Submission, dest: Path, take_renamed: bool = False) -> None:
     """The files of a submission, as they are, into `dest` (the grading folder's
     submitted/<student>/<assignment>): regular files only, read without following a link and
     never waiting on a special file; nbgrader's exporter (attention_course.grading.intake) judges each notebook.
@@ -185,9 +185,20 @@ def copy_submission(course: Course, sub: Submission, dest: Path) -> None:
                 copy_file(path, dest / path.name)  # an oversized notebook stays so, for the exporter to refuse
             except Unreadable:
                 continue  # replaced or removed meanwhile
+    names = [path.name for path in dest.iterdir()]
     for notebook in course.graded_notebooks():
-        if not (dest / f"{notebook}.ipynb").exists() and not (source / f"{notebook}.ipynb").exists():
+        if (dest / f"{notebook}.ipynb").exists() or (source / f"{notebook}.ipynb").exists():
+            continue
+        found = near_names.near(notebook, names)
+        if found is None:
             sub.problems.append(f"{notebook}.ipynb was not submitted")
+        elif take_renamed and (dest / found).is_file() and not (dest / found).is_symlink():
+            shutil.copyfile(dest / found, dest / f"{notebook}.ipynb")
+            sub.problems.append(f"{notebook}.ipynb was handed in as {found}; graded under its release name")
+        else:
+            sub.problems.append(
+                f"{notebook}.ipynb was not submitted; found {found}: rename it (or grade it with --take-renamed)"
+            )
 
 
 def ensure_assignment(course: Course, assignment: str) -> None:
@@ -241,7 +252,12 @@ class Slot:
             path.unlink(missing_ok=True)
         if sub.refused:
             return Graded(sub, self.course.graded_notebooks())
-        copy_submission(self.course, sub, self.paths.of("submitted", sub.student, sub.assignment))
+        copy_submission(
+            self.course,
+            sub,
+            self.paths.of("submitted", sub.student, sub.assignment),
+            self.overrides["Grading"].get("take_renamed", False),
+        )
         proc = nbgrader(
             ["grade-group", sub.assignment, sub.student, "--", json.dumps(self.overrides)],
             self.folder,
@@ -452,6 +468,10 @@ class GradeApp(Application):
     }
     flags = {
         "regrade": ({"Grading": {"regrade": True}}, "grade again students already graded with the same files and seed"),
+        "take-renamed": (
+            {"Grading": {"take_renamed": True}},
+            "grade a notebook handed in under a near name (02_x-Copy1.ipynb) as the release notebook",
+        ),
         "unconfined": (
             {"Grading": {"unconfined": True}},
             "grade even when no confinement layer works (never the default)",
@@ -540,6 +560,7 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": settings.seconds,
             "cell_timeout": settings.cell_timeout,
             "student_seconds": settings.student_seconds,
+            "take_renamed": bool(settings.take_renamed),
         }
     }
     from .cluster import course_bundle, course_digest, grade_class

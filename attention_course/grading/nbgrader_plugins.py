@@ -43,13 +43,14 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from attention_course.confinement import confine
 from attention_course.model.manifest import Course
 from helpers.cells import grade_id, is_answer_cell
-from helpers.i18n import _, using
+from helpers.i18n import N_, _, using
 
+from . import near_names
 from .coursedir import course_of
 from .intake import Unreadable, read_submission
 from .kernel import IOPUB_WAIT, KERNEL_NAME, MAX_MESSAGE, ConfinedKernelSpecManager, close_everything
 from .settings import FAULTS, PROBLEMS, Grading
-from .trusted import ConfinementFailed, Verdict, grade_student, test_cells
+from .trusted import ConfinementFailed, Verdict, grade_student, missing, test_cells
 from .workspace import Workspace, choose_layers, sweep
 
 
@@ -71,6 +72,7 @@ class _Run:
             )
         self.workspaces: dict[tuple[str, str], Workspace] = {}
         self.trusted: dict[tuple[str, str], dict[str, concurrent.futures.Future]] = {}
+        self.tidied: dict[tuple[str, str, str], list[str]] = {}  # what TidySubmission put right
         self.timed_out: set[tuple[str, str]] = set()  # students whose code ran out of time in a cell
         self.jobs: dict[tuple[str, str], concurrent.futures.Future] = {}  # the trusted job of each student
         self.spent: dict[tuple[str, str], float] = {}  # seconds of a student's cells run so far
@@ -80,7 +82,8 @@ class _Run:
     def workspace(self, student: str, assignment: str) -> Workspace:
         key = (student, assignment)
         if key not in self.workspaces:
-            workspace = Workspace(student, assignment)
+            own = "user" in self.layers and os.geteuid() == 0
+            workspace = Workspace(student, assignment, own_account=own)
             workspace.fill(self.submitted(student, assignment))
             self.workspaces[key] = workspace
         return self.workspaces[key]
@@ -109,7 +112,15 @@ class _Run:
             def job() -> None:
                 try:
                     everything = grade_student(
-                        self.course, paths, self.seed, self.settings, self.layers, workspace, edition, publish
+                        self.course,
+                        paths,
+                        self.seed,
+                        self.settings,
+                        self.layers,
+                        workspace,
+                        edition,
+                        publish,
+                        submitted,
                     )
                 except BaseException as exc:
                     for future in futures.values():
@@ -123,6 +134,20 @@ class _Run:
             self.jobs[key] = self.pool.submit(job)
             self.trusted[key] = futures
         return self.trusted[key]
+
+    def near_named(self, student: str, assignment: str) -> list[str]:
+        """The student's graded notebooks handed in only under a near name, as their feedback says it."""
+        submitted = self.submitted(student, assignment)
+        try:
+            files = [path.name for path in submitted.iterdir()]
+        except OSError:
+            return []
+        with using(self.language(assignment)):
+            return [
+                missing(notebook, submitted)
+                for notebook in self.course.graded_notebooks()
+                if f"{notebook}.ipynb" not in files and near_names.near(notebook, files)
+            ]
 
     def submitted(self, student: str, assignment: str) -> Path:
         return Path(self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment))
@@ -231,19 +256,44 @@ class TidySubmission(NbGraderPreprocessor):
     - a notebook that could not be read (a stand-in) gets a first cell saying why;
     - a duplicated grade cell keeps its first copy (the others lose nbgrader's metadata);
     - a duplicated cell id is renewed;
+    - grading marks the student changed are put back as the release has them: a cell marked for
+      grading that the release does not have loses its marks, and a release cell whose marks
+      (points, grade or answer flags, lock, id kept) were changed gets the release's back, so
+      a tampered notebook is graded as released and costs no other notebook;
     - an answer cell the student deleted comes back from the release as its empty stub, after the
       grade cell before it, so that its test cell is graded (as not answered) rather than failing
-      the notebook."""
+      the notebook.
+    What was put right goes to the teacher's problems and, in the student's language, into the
+    notebook's grading summary (its feedback)."""
 
     def preprocess(self, nb, resources):
         run = run_of(self.config)
         student, assignment, notebook = _ids(resources)
-        for note in tidy(nb, _release_notebook(run.coursedir, assignment, notebook), f"{notebook}.ipynb"):
-            run.problem(student, assignment, notebook, note)
+        notes = tidy(nb, _release_notebook(run.coursedir, assignment, notebook), f"{notebook}.ipynb")
+        for note in notes:
+            run.problem(student, assignment, notebook, str(note))
+        run.tidied[(student, assignment, notebook)] = notes
         return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
         return cell, resources
+
+
+class Note(str):
+    """A sentence about a submission, in English (the teacher's), that can be said again in the
+    student's language: `Note(template, **values)`; `said()` translates under `using`."""
+
+    def __new__(cls, template: str, **values):
+        note = super().__new__(cls, template.format(**values))
+        note.template, note.values = template, values
+        return note
+
+    def said(self) -> str:
+        return _(self.template).format(**self.values)
+
+
+# What nbgrader reads from a grade cell's metadata: what a student's change to it may not move.
+MARKS = ("grade", "solution", "locked", "task", "points", "grade_id")
 
 
 def tidy(nb, release, name: str) -> list[str]:
@@ -253,17 +303,49 @@ def tidy(nb, release, name: str) -> list[str]:
     if unreadable:
         notes.append(unreadable)
     seen, ids = set(), set()
+    released = {grade_id(c): c for c in release.cells if grade_id(c)} if release is not None else None
     for cell in nb.cells:
         if cell.get("id") in ids or not cell.get("id"):
             cell["id"] = uuid.uuid4().hex[:12]
         ids.add(cell["id"])
-        gid = grade_id(cell)
-        if gid is None:
+        if "nbgrader" not in cell.get("metadata", {}):
             continue
-        if gid in seen:
+        gid = grade_id(cell)
+        if gid is not None and gid in seen:
             del cell.metadata["nbgrader"]
-            notes.append(f"{name}: a copy of cell {gid!r} was ignored")
+            notes.append(Note(N_("{name}: a copy of cell {gid!r} was ignored"), name=name, gid=gid))
+            continue
         seen.add(gid)
+        if released is None or unreadable:
+            continue
+        if gid not in released:
+            del cell.metadata["nbgrader"]
+            notes.append(
+                Note(
+                    N_("{name}: a cell marked for grading ({gid!r}) is not in the release; its marks were removed"),
+                    name=name,
+                    gid=gid or "no id",
+                )
+            )
+            continue
+        marks = released[gid].metadata["nbgrader"]
+        changed = sorted(k for k in MARKS if cell.metadata["nbgrader"].get(k) != marks.get(k))
+        if changed or cell.cell_type != released[gid].cell_type:
+            cell.metadata["nbgrader"] = nbformat.from_dict(json.loads(json.dumps(marks)))
+            if cell.cell_type != released[gid].cell_type:
+                changed.append("cell type")
+                cell.cell_type = released[gid].cell_type
+                cell.pop("outputs", None), cell.pop("execution_count", None)
+                if cell.cell_type == "code":
+                    cell.outputs, cell.execution_count = [], None
+            notes.append(
+                Note(
+                    N_("{name}: the grading settings of cell {gid!r} were changed ({what}); they were put back"),
+                    name=name,
+                    gid=gid,
+                    what=", ".join(changed),
+                )
+            )
     if release is not None and not unreadable:
         notes += _restore_answer_cells(nb, release, name)
     if unreadable:
@@ -283,7 +365,9 @@ def _restore_answer_cells(nb, release, name: str) -> list[str]:
             copy["id"] = uuid.uuid4().hex[:12]
             nb.cells.insert(at, copy)
             present.add(gid)
-            notes.append(f"{name}: answer cell {gid!r} was missing; it was graded as not answered")
+            notes.append(
+                Note(N_("{name}: answer cell {gid!r} was missing; it was graded as not answered"), name=name, gid=gid)
+            )
     return notes
 
 
@@ -551,7 +635,8 @@ class TrustedGrades(NbGraderPreprocessor):
         for verdict in verdicts:
             if verdict.fault:
                 run.fault(student, assignment, notebook, "grader", f"{verdict.cell.grade_id}: {verdict.reason}")
-        _summarise(nb, verdicts, run.seed, run.language(assignment), run.layers)
+        notes = run.tidied.pop((student, assignment, notebook), []) + run.near_named(student, assignment)
+        _summarise(nb, verdicts, run.seed, run.language(assignment), run.layers, notes)
         run.finished(student, assignment, notebook)
         return nb, resources
 
@@ -564,7 +649,8 @@ class TrustedGrades(NbGraderPreprocessor):
                 except MissingEntry:
                     continue
                 grade.auto_score = verdict.score
-                grade.needs_manual_grade = False  # decided; a teacher's manual_score still wins
+                # decided (a teacher's manual_score still wins), unless the grader itself failed
+                grade.needs_manual_grade = verdict.fault
                 answer = run.course.item(verdict.cell.item).answer_cell
                 try:
                     comment = gradebook.find_comment(answer, notebook, assignment, student)
@@ -577,10 +663,14 @@ class TrustedGrades(NbGraderPreprocessor):
         return cell, resources
 
 
-def _summarise(nb, verdicts: list[Verdict], seed: int, language: str, layers: list[str]) -> None:
-    """A grading summary as the notebook's first cell, in the submission's language."""
+def _summarise(nb, verdicts: list[Verdict], seed: int, language: str, layers: list[str], notes=()) -> None:
+    """A grading summary as the notebook's first cell, in the submission's language, with what
+    was put right in the notebook before grading (`notes`)."""
     with using(language):
         lines = [_("## Grading summary"), ""]
+        said = [note.said() if isinstance(note, Note) else str(note) for note in notes]
+        if said:
+            lines += [_("Put right before grading:"), *(f"- {line}" for line in said), ""]
         for v in verdicts:
             mark = "✓" if v.score == v.cell.points else "✗"
             reason = " ".join(v.reason.split())[:600]

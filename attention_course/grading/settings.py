@@ -69,6 +69,12 @@ class Grading(Configurable):
         "settings and seed (which is otherwise kept).",
     ).tag(config=True)
 
+    take_renamed = Bool(
+        False,
+        help="Grade a notebook handed in under a near name (JupyterLab's -Copy1, a download's (1), "
+        "another case, no .ipynb) as the release notebook it stands for (otherwise it is only reported).",
+    ).tag(config=True)
+
     max_processes = Integer(64, help="Processes a student's code may have at once.").tag(config=True)
     max_file_mib = Integer(256, help="Largest file a student's code may write.").tag(config=True)
     scratch_mib = Integer(1024, help="Size of a student's private scratch folder.").tag(config=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -45,12 +46,18 @@ from helpers.notebook_code import course_cell_sources, notebook_statements
 from helpers.policy import check_exercise, needed_statements, refusal
 from helpers.questions import normalise_option
 
+from . import near_names
 from .intake import Unreadable, read_submission
 from .settings import Grading
 from .workspace import Workspace
 
 SANDBOX = Path(attention_course.sandbox.driver.__file__)
 STARTUP_SECONDS = 120  # starting Python and importing torch inside the sandbox, on a busy machine
+# A sandbox whose driver stops (it never runs student code: a signal from outside, the grader's
+# own error, a machine out of some resource) is run again for the notebooks it had not finished:
+# three times in all, so a passing disturbance is ridden out and a lasting one is reported as
+# the grader's fault (never as the student's) after about three sandbox start-ups.
+SANDBOX_ATTEMPTS = 3
 
 
 RUNNING: set[int] = set()  # pids of sandboxes at work in this process (not orphans to sweep)
@@ -260,8 +267,17 @@ def run_sandbox(
         raise SandboxFailed(
             {"kind": stop.kind, "gib" if stop.kind == "memory" else "seconds": stop.limit}
             if stop
-            else {"kind": "stopped", "detail": status["reason"] or f"exit {status['exit']}"}
+            else {"kind": "stopped", "detail": status["reason"] or _ended(status["exit"])}
         )
+
+
+def _ended(code: int | None) -> str:
+    """How a sandbox process ended, for a person: `ended by SIGINT` rather than exit -2 or 130."""
+    number = -code if code is not None and code < 0 else code - 128 if code is not None and code > 128 else None
+    try:
+        return f"ended by {signal.Signals(number).name}" if number else f"exit {code}"
+    except ValueError:
+        return f"exit {code}"
 
 
 class SandboxFailed(Exception):
@@ -349,6 +365,7 @@ def grade_student(
     workspace: Workspace,
     edition: str = "en",
     publish=None,
+    submitted: Path | None = None,
 ) -> dict[str, list[Verdict]]:
     """The trusted verdict on every test cell of a student's notebooks (by notebook name), judged
     against the course's cells of the submission's edition and in its language.
@@ -360,16 +377,17 @@ def grade_student(
     student_course.install(course.student_view())
     try:
         with using(course.edition(edition).language):
-            return _grade_student(course, paths, seed, settings, layers, workspace, edition, publish)
+            return _grade_student(course, paths, seed, settings, layers, workspace, edition, publish, submitted)
     finally:
         student_course.install(None)
 
 
 def _grade_student(
-    course, paths, seed, settings, layers, workspace, edition="en", publish=None
+    course, paths, seed, settings, layers, workspace, edition="en", publish=None, submitted=None
 ) -> dict[str, list[Verdict]]:
     decided: dict[str, Verdict] = {}
     units: list[Unit] = []
+    folder = next(iter(paths.values())).parent if paths else submitted
     for notebook in course.graded_notebooks():
         cells = {c.item: c for c in test_cells(course, notebook)}
         path = paths.get(notebook)
@@ -382,12 +400,7 @@ def _grade_student(
                 decided.update({name: Verdict(cell, 0.0, reason) for name, cell in cells.items()})
                 continue
         if notebook_json is None:
-            decided.update(
-                {
-                    name: Verdict(cell, 0.0, _("{notebook}.ipynb was not submitted.").format(notebook=notebook))
-                    for name, cell in cells.items()
-                }
-            )
+            decided.update({name: Verdict(cell, 0.0, missing(notebook, folder)) for name, cell in cells.items()})
             continue
         forbidding = any(item.forbid_builtins for item in course.items_in(notebook))
         statements, every = statements_of(course, notebook, path, forbidding, edition)
@@ -420,10 +433,13 @@ def _grade_student(
         if publish and notebook not in waiting and verdicts_of(notebook):
             publish(notebook, verdicts_of(notebook))
 
-    def judge_unit(unit: Unit, report: dict, arrays: dict, indexed: list) -> None:
+    def judge_unit(unit: Unit, report: dict, arrays: dict, indexed: list, fault: str = "") -> None:
         for name in unit.exercises:
             item = course.item(name)
             cell = next(c for c in test_cells(course, unit.notebook) if c.item == name)
+            if fault:
+                decided[name] = Verdict(cell, 0.0, fault, fault=True)
+                continue
             try:
                 message = judge_exercise(item, [(i, c) for i, c in indexed if c.exercise == name], report, arrays)
                 decided[name] = Verdict(cell, 0.0 if message else cell.points, message)
@@ -432,21 +448,50 @@ def _grade_student(
         if publish:
             publish(unit.notebook, verdicts_of(unit.notebook))
 
-    if units:
-        wanted = {name for u in units for name in u.exercises}
-        cases = [c for c in grading_cases(course, seed) if c.exercise in wanted]
-        indexed = list(enumerate(cases))
-        left = list(units)
+    left = list(units)
+    for attempt in range(1, SANDBOX_ATTEMPTS + 1):
+        if not left:
+            break
+        wanted = {name for u in left for name in u.exercises}
+        indexed = list(enumerate(c for c in grading_cases(course, seed) if c.exercise in wanted))
         try:
-            for report, arrays in run_sandbox(units, cases, workspace, course, settings, layers, edition):
+            for report, arrays in run_sandbox(
+                left, [c for _, c in indexed], workspace, course, settings, layers, edition
+            ):
                 if left:
                     judge_unit(left.pop(0), report, arrays, indexed)
         except SandboxFailed as failed:
-            report = {"cases": {}, "exercises": {n: {"failed": failed.args[0]} for u in left for n in u.exercises}}
+            stop = failed.args[0]
+            if stop["kind"] == "stopped" and attempt < SANDBOX_ATTEMPTS:
+                continue  # not the student's doing (the driver never runs student code): again
+            fault = (
+                _(
+                    "The grader could not run this answer: its sandbox stopped {times} times ({detail}) "
+                    "outside the code it was testing. Your teacher has been told and will grade it by hand."
+                ).format(times=attempt, detail=stop.get("detail", ""))
+                if stop["kind"] == "stopped"
+                else ""
+            )
+            report = {"cases": {}, "exercises": {n: {"failed": stop} for u in left for n in u.exercises}}
             for unit in left:
-                judge_unit(unit, report, {}, indexed)
+                judge_unit(unit, report, {}, indexed, fault)
+            left = []
     notebooks = {v.cell.notebook for v in decided.values()}
     return {nb: verdicts_of(nb) for nb in course.graded_notebooks() if nb in notebooks}
+
+
+def missing(notebook: str, folder: Path | None) -> str:
+    """Why a graded notebook has no submission: not handed in, or handed in under a near name."""
+    try:
+        files = [path.name for path in folder.iterdir()] if folder is not None else []
+    except OSError:
+        files = []
+    found = near_names.near(notebook, files)
+    if found:
+        return _("{notebook}.ipynb was not submitted; found {found}: rename it to {notebook}.ipynb.").format(
+            notebook=notebook, found=found
+        )
+    return _("{notebook}.ipynb was not submitted.").format(notebook=notebook)
 
 
 def _fault(cell: TestCell, exc: Exception) -> Verdict:
