@@ -54,6 +54,8 @@ LONGEST_FIRST = (
     "test_binder.py",
     "test_exchange.py",
     "test_cluster.py",
+    "test_load.py",
+    "test_tampering.py",
     "test_browser.py",
     "test_jupyterhub.py",
     "test_one_grading_path.py",

@@ -3,8 +3,9 @@
 One run of the whole situation a course machine meets (the issue that brought this test: six
 students at once shared the sandbox account's 64-task limit and right answers scored 0):
 - class A: eight students, `make grade JOBS=8` (well above this machine's cores), among them
-  "shaken", whose first sandbox is stopped from outside (a SIGTERM that is not the student's):
-  it must be run again and keep full marks; and "doomed", whose sandbox is stopped from outside
+  "shaken", whose first sandbox and first kernel are stopped from outside as they start (a
+  SIGTERM that is not the student's): both must be started again, the kernel's notebook run in
+  full, and the marks kept; and "doomed", whose sandbox is stopped from outside
   every time: after the retries its cells are a grading fault for the teacher (0, flagged for
   manual grading, named in the output, `make grade` exits non-zero, not journaled as graded),
   never a student's failure;
@@ -45,21 +46,23 @@ STOPPER = """
 import signal as _signal
 import subprocess as _subprocess
 
-_Popen, _stopped = _subprocess.Popen, []
+import jupyter_client.launcher as _launcher
+
+_Popen, _stopped = _subprocess.Popen, set()
 
 
 class _Stopping(_Popen):
     def __init__(self, args, *more, **options):
         super().__init__(args, *more, **options)
         text = " ".join(map(str, args)) if isinstance(args, (list, tuple)) else str(args)
-        if ".sandbox-policy.json" in text and (
-            "/doomed-attention." in text or ("/shaken-attention." in text and not _stopped)
-        ):
-            _stopped.append(self.pid)
-            self.send_signal(_signal.SIGTERM)
+        kind = "sandbox" if ".sandbox-policy.json" in text else "kernel" if "ipykernel" in text else ""
+        if kind and ("/doomed-attention" in text and kind == "sandbox" or "/shaken-attention" in text):
+            if ("/doomed-attention" in text) or kind not in _stopped:
+                _stopped.add(kind)
+                self.send_signal(_signal.SIGTERM)
 
 
-_subprocess.Popen = _Stopping
+_subprocess.Popen = _launcher.Popen = _Stopping
 """
 
 
@@ -121,13 +124,17 @@ def test_every_right_answer_keeps_full_marks_with_both_classes_graded_at_once_on
         assert not wrong, (wrong, _log(course))
 
 
-def test_a_sandbox_stopped_once_from_outside_is_run_again(busy):
+def test_a_sandbox_and_a_kernel_stopped_once_from_outside_are_started_again(busy):
     a, b = busy["a"], busy["b"]
     assert busy["codes"][b] == 0, _log(b)
     faults = [line for line in _log(a).splitlines() if "fault" in line]
     assert faults and all(f"stopped {SANDBOX_ATTEMPTS} times" in line for line in faults), faults  # doomed's only
     shaken = [r for (student, _), r in _cells(a).items() if student == "shaken"]
     assert shaken and all(r["score"] == r["max_score"] for r in shaken), shaken
+    for notebook in NOTEBOOKS:  # the kernel was started again: every cell ran
+        graded = json.loads((a / "autograded" / "shaken" / "attention" / f"{notebook}.ipynb").read_text())
+        errors = [o for c in graded["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+        assert not errors and "Not run" not in json.dumps(graded), (notebook, errors)
 
 
 def test_a_sandbox_stopped_every_time_is_the_grader_s_fault_flagged_for_the_teacher(busy):

@@ -371,6 +371,9 @@ def _restore_answer_cells(nb, release, name: str) -> list[str]:
     return notes
 
 
+# A kernel that dies or hangs before any cell of the student's ran (a start that timed out on a busy
+# machine, a signal from outside) is started again: three attempts in all, as for the sandbox.
+KERNEL_ATTEMPTS = 3
 CELL_OUTPUT = 2 * 2**20
 NOTEBOOK_OUTPUT = 16 * 2**20
 OUTPUT_CUT = "[more output was left out]"
@@ -402,16 +405,33 @@ class ConfinedExecute(Execute):
         self._stopped = ""
         self._cell_output, self._notebook_output = {}, 0  # bytes of output kept, by cell and in all
         try:
-            return super().preprocess(nb, resources)
-        except ConfinementFailed as failed:
-            run.fault(student, assignment, notebook, "confinement", str(failed))
-            raise
-        except Exception as exc:
-            # nbgrader would drop the whole student; the notebook keeps what ran, the trusted
-            # verdict decides its cells, and the kernel goes.
-            self.log.warning("%s/%s: the kernel's channel failed (%s); the rest was not run", student, notebook, exc)
-            self._close()
-            return getattr(self, "nb", nb), resources
+            for attempt in range(1, KERNEL_ATTEMPTS + 1):
+                self._ran_a_cell = False
+                try:
+                    return super().preprocess(nb, resources)
+                except ConfinementFailed as failed:
+                    run.fault(student, assignment, notebook, "confinement", str(failed))
+                    raise
+                except Exception as exc:
+                    # nbgrader would drop the whole student; the notebook keeps what ran, the
+                    # trusted verdict decides its cells, and the kernel goes.
+                    self._close()
+                    if not self._ran_a_cell and attempt < KERNEL_ATTEMPTS:
+                        self.log.warning("%s/%s: the kernel did not start (%s); again", student, notebook, exc)
+                        continue  # no student code ran yet: not the student's doing
+                    if not self._ran_a_cell:
+                        run.fault(
+                            student,
+                            assignment,
+                            notebook,
+                            "grader",
+                            f"the kernel did not start in {attempt} attempts ({exc}); its cells were not run "
+                            "(the trusted verdict still grades them)",
+                        )
+                    self.log.warning(
+                        "%s/%s: the kernel's channel failed (%s); the rest was not run", student, notebook, exc
+                    )
+                    return getattr(self, "nb", nb), resources
         finally:
             self._policy.unlink(missing_ok=True)
             Path(confine.status_path(str(self._policy))).unlink(missing_ok=True)
@@ -537,6 +557,7 @@ class ConfinedExecute(Execute):
                 cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=self._stopped + "\n")]
             return cell, resources
         started, self._interrupted = time.monotonic(), False
+        self._ran_a_cell = self._ran_a_cell or (cell.cell_type == "code" and bool(cell.source.strip()))
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
