@@ -9,12 +9,17 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
-from attention_course.grading.gradebook import grades, merge_student
+from attention_course.grading.gradebook import grades, merge_rows, student_rows
 
 A, NB = "attention", "02_sdpa"
 
 
 @functools.cache
+def merge_student(source_db, course_db, assignment: str, student: str) -> None:
+    """What `make grade`'s one writer does with one student of a slot's gradebook."""
+    merge_rows(student_rows(source_db, assignment, student), course_db, assignment, student)
+
+
 def _blank() -> bytes:
     """An empty gradebook, made by nbgrader once (each new one asks the `alembic` command)."""
     with tempfile.TemporaryDirectory() as tmp:

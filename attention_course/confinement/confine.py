@@ -1182,7 +1182,6 @@ def supervise(policy: Policy, argv: list[str]) -> int:
 # ---------------------------------------------------------------------------------------------
 # API for the grader and the tests
 # ---------------------------------------------------------------------------------------------
-POLICY_ENV = "ATTENTION_CONFINE_POLICY"  # `run --policy-env NAME`: the policy file's path is in $NAME
 
 
 def write_policy(policy: Policy, policy_path: str) -> None:
@@ -1307,8 +1306,6 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["run"] and "--" in args:
         sep = args.index("--")
         opts, program = args[1:sep], args[sep + 1 :]
-        if len(opts) == 2 and opts[0] == "--policy-env":  # a kernelspec: the path comes per kernel
-            opts = ["--policy", os.environ.get(opts[1], "")]
         if len(opts) != 2 or opts[0] != "--policy":
             return _fail("usage", "confine.py run --policy POLICY.json -- ARGV...", 2)
         try:

@@ -2,9 +2,8 @@
 
 `watch` waits for a process while summing the memory of the processes below it (their
 proportional set size, so that forked processes sharing pages are not counted many times); over
-the cap, the largest of them is killed (for nbgrader: a student's kernel, so nbgrader reports a
-dead kernel and goes on; never the watched process itself, unless `kill_whole_tree`), and the
-whole tree is killed after the time limit. Polling works with any allocator and needs no cgroups.
+the cap or after the time limit, the whole tree is killed (the trusted grader's backstop on a
+sandbox run). Polling works with any allocator and needs no cgroups.
 The confinement's supervisor lists, measures and kills its tree with the same functions.
 """
 
@@ -107,11 +106,11 @@ class Stop(str):
         return stop
 
 
-def watch(proc: subprocess.Popen, memory: int, seconds: float, kill_whole_tree: bool = True) -> str:
+def watch(proc: subprocess.Popen, memory: int, seconds: float) -> str:
     """Wait for `proc`; return why it was stopped ('' if it was not; else a `Stop`).
 
-    When the processes below `proc` use more than `memory` together, the largest of them is killed
-    (all of the tree with `kill_whole_tree`); after `seconds`, everything is.
+    When the processes below `proc` use more than `memory` together, or after `seconds`, the
+    whole tree is killed.
     """
     start = time.monotonic()
     reason = ""
@@ -126,12 +125,7 @@ def watch(proc: subprocess.Popen, memory: int, seconds: float, kill_whole_tree: 
         sizes = measure(tree, memory)
         if sum(s for s, _ in sizes) > memory:
             reason = Stop("memory", memory / 1024**3)
-            if kill_whole_tree:
-                kill_tree(proc.pid)
-            else:
-                victim = max(sizes, key=lambda item: item[0])[1]
-                victim.kill()
-                refreshed = -TREE_REFRESH
+            kill_tree(proc.pid)
         if time.monotonic() - start > seconds:
             kill_tree(proc.pid)
             proc.wait()

@@ -107,7 +107,6 @@ def nbgrader(
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         # this course's grading plugins and helpers (a copy of the course grades with its own)
         PYTHONPATH=os.pathsep.join([str(course), str(course / "course_helpers")]),
-        ATTENTION_GRADER_PROCESS="1",
     )
     linux.libc()  # loaded here, not in the child between fork and exec
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:

@@ -69,11 +69,6 @@ def merge_rows(rows: dict, course_db, assignment: str, student: str) -> None:
         course.db.commit()
 
 
-def merge_student(source_db, course_db, assignment: str, student: str) -> None:
-    """Copy one student's automatic grading of one assignment from a group gradebook."""
-    merge_rows(student_rows(source_db, assignment, student), course_db, assignment, student)
-
-
 def zero_notebooks(course, course_db, assignment: str, student: str, notebooks: list[str], reason: str) -> None:
     """A row of 0 with the reason for each of a student's notebooks that could not be graded:
     every test cell's automatic score 0 (decided, so nothing waits for a manual grade), the

@@ -60,9 +60,6 @@ STARTUP_SECONDS = 120  # starting Python and importing torch inside the sandbox,
 SANDBOX_ATTEMPTS = 3
 
 
-RUNNING: set[int] = set()  # pids of sandboxes at work in this process (not orphans to sweep)
-
-
 class ConfinementFailed(Exception):
     """The confinement could not be set up: the student is not graded (never unconfined)."""
 
@@ -229,7 +226,6 @@ def run_sandbox(
     finished = False
     with open(work.parent / "sandbox-stderr", "wb") as err:  # the sandbox's log, for a person
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
-        RUNNING.add(proc.pid)
         # The driver limits each exercise; this is the backstop for the whole run.
         watcher = threading.Thread(
             target=lambda: problem.append(
@@ -257,7 +253,6 @@ def run_sandbox(
                 watcher.join()
             proc.wait()
             proc.stdout.close()
-            RUNNING.discard(proc.pid)
     status = confine.read_status(policy_path) or {"outcome": "killed", "reason": "", "exit": proc.returncode}
     Path(confine.status_path(policy_path)).unlink(missing_ok=True)
     if status["outcome"] in ("unavailable", "usage"):

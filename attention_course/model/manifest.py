@@ -206,9 +206,6 @@ class Course:
         base = self.case_seed if seed is None else seed
         return int.from_bytes(hashlib.sha256(f"{base}/{item}".encode()).digest()[:8], "little") >> 1
 
-    def practice_in(self, notebook: str) -> list[Practice]:
-        return [p for p in self.practice if p.notebook == notebook]
-
     # -------------------------------------------------------------------------------- students
     def student_view(self) -> dict:
         """What the released checks need: no solution edits, no answers, no alternatives, and for a
