@@ -157,3 +157,17 @@ def test_tidy_puts_back_the_release_s_grading_marks_whatever_was_changed(kind):
 def test_tidy_leaves_an_untouched_notebook_alone():
     release, nb = _release_and_copy()
     assert tidy(nb, release, "02.ipynb") == []
+
+
+def test_an_nbgrader_process_takes_named_layers_without_probing_and_probes_only_for_auto(monkeypatch):
+    from attention_course.confinement import confine
+    from attention_course.grading import workspace
+    from attention_course.grading.settings import Grading
+
+    probed = []
+    found = {"bwrap": None, "landlock": "not here", "user": "not root"}
+    monkeypatch.setattr(confine, "probe", lambda python: probed.append(python) or found)
+    assert workspace.choose_layers(Grading(layers=["bwrap", "user"]), probed=False) == (["bwrap", "user"], {})
+    assert probed == []  # the run probed once already; the supervisor refuses what it cannot apply
+    assert workspace.choose_layers(Grading(layers=["auto"]), probed=False)[0] == ["bwrap"]
+    assert len(probed) == 1

@@ -63,7 +63,7 @@ class _Run:
         self.course: Course = course_of(self.coursedir)
         self.settings = Grading(config=config)
         self.seed = self.settings.seed if self.settings.seed is not None else secrets.randbelow(2**31)
-        self.layers, self.probe = choose_layers(self.settings)
+        self.layers, self.probe = choose_layers(self.settings, probed=False)
         if not self.layers and not self.settings.unconfined:
             raise ConfinementFailed(
                 "no confinement layer works on this machine: "
