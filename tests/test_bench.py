@@ -36,10 +36,16 @@ def test_bench_grading_builds_its_classes(monkeypatch):
     def fake_grade(course, jobs, *args):
         runs.append((course.name, jobs, args, sorted(p.name for p in (course / "submitted").iterdir())))
         out = "Dask: 2 worker(s) at tcp://127.0.0.1:1, ready in 3.0 s\n"
-        return 10.0 + (len(runs) % 2 if args else 0), {("student00", "cell"): "1"}, len(runs[-1][3]), 2**30, out
+        seconds = 10.0 + (len(runs) % 2 if args else 0)
+        return seconds, {("student00", "cell"): "1"}, len(runs[-1][3]), 2**30, out, 6.0
+
+    def fake_timed(cmd, cwd, cpu=None):
+        if cpu is not None:
+            cpu.append(20.0)
+        return 8.0
 
     monkeypatch.setattr(bench, "_grade", fake_grade)
-    monkeypatch.setattr(bench, "_timed", lambda cmd, cwd: 8.0)
+    monkeypatch.setattr(bench, "_timed", fake_timed)
     g = bench.bench_grading(class_size=3)
     assert [(name, jobs) for name, jobs, _, _ in runs] == [
         ("one", 1),
@@ -68,6 +74,18 @@ def test_bench_grading_builds_its_classes(monkeypatch):
         }
     )
     assert any(figure.startswith("JOBS=2 vs JOBS=1") and not ok for figure, _, ok in table)
+    assert g["grade_cpu_ratio"] == 0.3  # 6 processor seconds grading against 20 executing
+    cpu_row = next((value, ok) for figure, value, ok in table if figure.endswith("processor time"))
+    assert cpu_row == ("0.3x (6.0 s vs 20.0 s; budget 0.3x)", True)
+    slower = bench.budgets(
+        {
+            "notebooks": {"notebooks": {}},
+            "mha": {"ratio": 1.0},
+            "sliders": {"d_k_lab_ms": 1, "num_heads_lab_ms": 1},
+            "grading": {**g, "grade_cpu_ratio": 0.31},
+        }
+    )
+    assert not next(ok for figure, _, ok in slower if figure.endswith("processor time"))
     dask_row = next((value, ok) for figure, value, ok in table if figure.startswith("a local Dask cluster"))
     assert dask_row[1] and "10.0, 10.0, 11.0, 10.0 s" in dask_row[0]  # the runs in the order they ran
     assert not bench.budgets(
