@@ -81,6 +81,10 @@ c.Grading.layers = ["auto"]
 # Late submissions: nbgrader's plugin, applied to the trusted score. "zero" takes every mark
 # of a late notebook; "none" records lateness only.
 c.LateSubmissionPlugin.penalty_method = "none"
+# Each student's own due date (the teacher's extensions.csv) and a per-day method:
+# c.CourseLatePenalty.penalty_method = "per_day"; c.CourseLatePenalty.points_per_day = 0.5
+# (attention_course/grading/late.py).
+c.AssignLatePenalties.plugin_class = "attention_course.grading.late.CourseLatePenalty"
 
 # The release: nbgrader's own steps, except that a multiple-choice question's answer cell becomes
 # `answer = ""  # "A", "B", "C" or "D"` rather than `raise NotImplementedError()`.
