@@ -52,7 +52,7 @@ class Extension:
     def describe(self) -> str:
         """How the extension reads in the feedback and the grade tables."""
         if self.until is not None:
-            return f"due {self.until:%Y-%m-%d %H:%M} UTC"
+            return f"{self.until:%Y-%m-%d %H:%M} UTC"
         return f"+{self.hours:g}h"
 
 
