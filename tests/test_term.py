@@ -61,13 +61,16 @@ def test_make_grade_counts_lateness_from_each_students_own_due_date(term):
     assert penalties["ada"] == 1.0  # 0.5 a day, two started days
     assert penalties["bo"] == 0.0  # on time with 48 extra hours
     assert 0 < penalties["cy"] <= 1.0  # never more than the notebook's score
+    with open(term / "grades.csv", newline="") as handle:
+        extensions = {r["student"]: r["extension"] for r in csv.DictReader(handle) if r["notebook"] == NB}
+    assert extensions == {"ada": "", "bo": "+48h", "cy": ""}
 
 
 def test_the_feedback_shows_the_extension_and_the_penalty(term):
     bo = (term / "feedback" / "bo" / "attention" / f"{NB}.html").read_text()
     ada = (term / "feedback" / "ada" / "attention" / f"{NB}.html").read_text()
-    assert "Extension: +48h" in bo and 'class="late-penalty"' not in bo
-    assert 'class="late-penalty"' in ada and "Extension:" not in ada
+    assert "<li class=\"extension\">Extension: +48h" in bo and 'class="late-penalty"' not in bo
+    assert 'class="late-penalty"' in ada and 'class="extension"' not in ada
 
 
 def test_plain_nbgrader_autograde_keeps_the_extension(term):
