@@ -69,7 +69,7 @@ def test_make_grade_counts_lateness_from_each_students_own_due_date(term):
 def test_the_feedback_shows_the_extension_and_the_penalty(term):
     bo = (term / "feedback" / "bo" / "attention" / f"{NB}.html").read_text()
     ada = (term / "feedback" / "ada" / "attention" / f"{NB}.html").read_text()
-    assert "<li class=\"extension\">Extension: +48h" in bo and 'class="late-penalty"' not in bo
+    assert '<li class="extension">Extension: +48h' in bo and 'class="late-penalty"' not in bo
     assert 'class="late-penalty"' in ada and 'class="extension"' not in ada
 
 
