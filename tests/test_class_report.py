@@ -89,3 +89,11 @@ def test_the_page_is_anonymous_and_links_the_teaching_section(reported):
     link = teaching_section(load(REPO), load(REPO).item(RAW))
     assert link.startswith("../../notebooks/attention/01_scaling_problem.ipynb#") and link in page
     assert (root / "build" / "report" / link).resolve().with_suffix(".ipynb").name == "01_scaling_problem.ipynb"
+
+
+def test_without_a_gradebook_it_says_so_and_creates_none(tmp_path):
+    from attention_course.grading.class_report import write
+
+    with pytest.raises(SystemExit, match="grade first"):
+        write(load(REPO), tmp_path, tmp_path / "out")
+    assert not (tmp_path / "gradebook.db").exists()

@@ -202,7 +202,10 @@ submitted the notebook. Examples are anonymous.</p>
 
 def write(course: Course, root: Path, out: Path) -> list[Row]:
     """Write the report's HTML and CSV; return its rows."""
-    records, submitted = recorded(course, CoursePaths(root).gradebook)
+    db = CoursePaths(root).gradebook
+    if not db.is_file():
+        raise SystemExit(f"{db} does not exist: grade first (make grade); the report only reads what grading recorded")
+    records, submitted = recorded(course, db)
     rows = tally(course, records)
     out.mkdir(parents=True, exist_ok=True)
     e = html.escape
