@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import re
 import shutil
 import subprocess
 import sys
@@ -92,7 +93,7 @@ def planted(tmp_path_factory):
         "alt2": alternatives[1],
         "owen": OWN_WORDS,
         "tess": TEXTBOOK,
-        "tina": TEXTBOOK.replace("dk", "size").replace("sc", "raw"),
+        "tina": re.sub(r"\bsc\b", "raw", TEXTBOOK.replace("dk", "size")),
         "cora": UNUSUAL,
         "cody": RENAMED,
         "cleo": REORDERED,
@@ -127,6 +128,7 @@ def test_the_page_escapes_student_text(planted):
     page = (out / f"{SDPA}.html").read_text()
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "cora" in page and "my own work" in page
+    assert "10 definitions" in page
 
 
 def test_renaming_and_formatting_do_not_change_fingerprints():

@@ -254,11 +254,17 @@ asks for a look, it proves nothing (docs/similarity.md).</p>
 """
 
 
+def _rank_cell(n: int) -> str:
+    """A pair's rank, linked to its side-by-side view when the page shows one."""
+    return f'<a href="#pair-{n}">{n}</a>' if n <= SHOWN_PAIRS else str(n)
+
+
 def page(name: str, count: int, pairs: list[Pair]) -> str:
     """The HTML page of one exercise; every student text is escaped."""
     e = html.escape
     rows = "".join(
-        f'<tr><td><a href="#pair-{n}">{n}</a></td><td>{e(p.a.student)} / {e(p.b.student)}</td>'
+        f"<tr><td>{_rank_cell(n)}</td>"
+        f"<td>{e(p.a.student)} / {e(p.b.student)}</td>"
         f"<td>{p.score:.2f}</td><td>{p.shared_weight:.2f}</td></tr>"
         for n, p in enumerate(pairs, 1)
     )
