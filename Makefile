@@ -9,6 +9,8 @@
 #   make translations   carry English changes into the catalogues (i18n/) and list what is missing or stale
 #   make grade          grade every submission under submitted/ (JOBS=N at a time, STUDENT=alice for one,
 #                       SCHEDULER=local or tcp://host:8786 on Dask; a rerun keeps what was graded)
+#   make similarity     the similarity report of the submissions (build/similarity/, offline; docs/similarity.md)
+#   make report         what the class got wrong, from what grading recorded (build/report/)
 #   make formgrader     the teacher's JupyterLab, with nbgrader's formgrader
 #   make student-folder write build/student/: what students get, without solutions or grading code
 #   make bench          print the performance figures (build/bench.json)
@@ -40,7 +42,7 @@ BENCH_ARGS  ?=
 # JupyterLab refuses to start as root (containers, CI) unless told --allow-root.
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test test-fast outputs release translations grade formgrader student-folder bench lint clean
+.PHONY: lab test test-fast outputs release translations grade similarity report formgrader student-folder bench lint clean
 
 # The virtual environment is (re)installed whenever requirements.txt or pyproject.toml is newer
 # than the stamp: the pinned packages, then this project (the grading tools) and the notebooks'
@@ -73,6 +75,12 @@ translations: $(STAMP)
 
 grade: $(STAMP)
 	$(PY) -m attention_course.grading.grade $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(foreach s,$(STUDENT),--student $(s)) $(GRADE_ARGS)
+
+similarity: $(STAMP)
+	$(PY) -m attention_course.grading.similarity
+
+report: $(STAMP)
+	$(PY) -m attention_course.grading.class_report
 
 formgrader: $(STAMP)
 	$(VENV)/bin/jupyter lab --ServerApp.default_url=/formgrader $(LAB_ROOT) $(LAB_ARGS)

@@ -8,6 +8,8 @@ language edition) are listed in ``course.toml``.
 
 import os
 
+from attention_course.grading.offline_math import TEMPLATE_BASEDIRS
+
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
@@ -81,6 +83,10 @@ c.Grading.layers = ["auto"]
 # Late submissions: nbgrader's plugin, applied to the trusted score. "zero" takes every mark
 # of a late notebook; "none" records lateness only.
 c.LateSubmissionPlugin.penalty_method = "none"
+# Each student's own due date (the teacher's extensions.csv) and a per-day method:
+# c.CourseLatePenalty.penalty_method = "per_day"; c.CourseLatePenalty.points_per_day = 0.5
+# (attention_course/grading/late.py).
+c.AssignLatePenalties.plugin_class = "attention_course.grading.late.CourseLatePenalty"
 
 # The release: nbgrader's own steps, except that a multiple-choice question's answer cell becomes
 # `answer = ""  # "A", "B", "C" or "D"` rather than `raise NotImplementedError()`.
@@ -108,7 +114,11 @@ c.HTMLExporter.preprocessors = ["attention_course.grading.html_safety.SanitizeSt
 c.HTMLExporter.filters = {
     "markdown2html": "attention_course.grading.html_safety.SanitizedMarkdown",
     "clean_html": "attention_course.grading.html_safety.clean",
+    "mathjax_source": "attention_course.grading.offline_math.mathjax_source",
 }
+# Maths without a network: formgrader's and the feedback pages embed MathJax from a pinned package
+# instead of loading it from a CDN (attention_course/grading/offline_math.py).
+c.HTMLExporter.extra_template_basedirs = TEMPLATE_BASEDIRS
 c.HTMLExporter.sanitize_html = True
 c.HTMLExporter.skip_svg_encoding = False
 

@@ -1,7 +1,8 @@
 """The course's grade tables as nbgrader export plugins (`nbgrader export --exporter=...`).
 
 - `NotebookGrades` writes `grades.csv`: a row per student and notebook, and a total per student
-  and assignment (late penalties applied, as nbgrader's own CSV export does).
+  and assignment (late penalties applied, as nbgrader's own CSV export does), with the student's
+  extension (`extensions.csv`, attention_course/grading/late.py).
 - `CellGrades` writes `grades_by_cell.csv`: a row per graded cell, with the reason the trusted
   grader gave for a score below full marks.
 
@@ -24,6 +25,7 @@ from traitlets import Unicode
 from attention_course.model.manifest import Course, load
 
 from . import gradebook as records
+from . import late
 from .coursedir import paths
 
 NOTEBOOK_COLUMNS = [
@@ -36,6 +38,7 @@ NOTEBOOK_COLUMNS = [
     "problems",
     "seed",
     "confinement",
+    "extension",
 ]
 CELL_COLUMNS = ["student", "assignment", "notebook", "cell", "score", "max_score", "reason"]
 
@@ -76,6 +79,7 @@ class NotebookGrades(_CourseExport):
     def export(self, gradebook: Gradebook) -> None:
         course, run = self.course(), self.run()
         db = paths(Path(self.parent.coursedir.root)).gradebook
+        extensions = late.read(course.root)
         with open(self.destination(), "w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(NOTEBOOK_COLUMNS)
@@ -85,6 +89,8 @@ class NotebookGrades(_CourseExport):
                     own = sorted((r for r in rows if r.student == student), key=lambda r: r.notebook)
                     this_run = run.get((student, assignment))
                     stamp = (this_run["seed"], this_run["confinement"]) if this_run else ("", "")
+                    extension = extensions.get((student, assignment))
+                    stamp = (*stamp, extension.describe() if extension else "")
                     for r in own:
                         writer.writerow(
                             [

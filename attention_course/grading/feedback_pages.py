@@ -16,6 +16,7 @@ from nbconvert.exporters import HTMLExporter
 
 from helpers.i18n import N_, _, using
 
+from . import late
 from .coursedir import course_of
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -29,6 +30,7 @@ LABELS = (
     N_("Comment"),
     N_("Comments:"),
     N_("Late submission penalty"),
+    N_("Extension:"),
     N_("Student's answer"),
     N_("Student's task"),
     N_("Grade cell:"),
@@ -62,9 +64,18 @@ class FeedbackExporter(HTMLExporter):
             return "en"
         return course_of(coursedir).language(assignment)
 
+    def extension(self, ids: dict) -> str:
+        """The student's extension of this assignment (attention_course/grading/late.py), or ''."""
+        coursedir = getattr(self.parent, "coursedir", None)
+        if coursedir is None or not ids.get("student"):
+            return ""
+        found = late.read(course_of(coursedir).root).get((ids["student"], ids.get("assignment")))
+        return found.describe() if found else ""
+
     def from_notebook_node(self, nb, resources=None, **kw):
         resources = dict(resources or {})
         language = self.language(resources.get("nbgrader", {}).get("assignment"))
         resources["feedback_language"] = language  # not "language": nbconvert sets that one
+        resources["extension"] = self.extension(resources.get("nbgrader", {}))
         with using(language):
             return super().from_notebook_node(nb, resources, **kw)
