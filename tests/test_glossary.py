@@ -83,6 +83,8 @@ PLANTED = [
     ("meaning: a condition for no marks", "评分程序不运行它就不给分"),
     ("calque: each half", "每一半旁边有一个 LayerNorm"),
     ("calque: read-out", "损失是对权重的随机读出"),
+    ("calque: two halves", "对注意力权重和两半的输出都做暂退法"),
+    ("term drift: attend, past tense", "每个查询都在批量轴上做了注意力"),
     ("leftover English: q.k", "q.k 的方差随 d_k 增长"),
     ("feedback wording: the wrong axis", "你交换了错误的轴"),
     ("feedback wording: every H-th", "取的是每隔 H 个的特征"),
