@@ -1,10 +1,12 @@
 """No English where a student of the zh-CN edition reads.
 
 Scanned: every markdown cell, every text output and every comment and string of the zh-CN release
-(the exercise stubs included), and every translated message of messages.po (checks, feedback,
-plot and widget labels). Allowed: code (in backticks, in code, identifiers), maths, links, the
-short allowlist below (proper names and names PyTorch gives), and PyTorch's own error text, which
-the course always follows with a Chinese sentence.
+(the exercise stubs included), the stored printed output of the zh-CN notebooks, README.zh-CN.md,
+every translated message of messages.po (checks, feedback, plot and widget labels) and the
+schematic's figure text. Allowed: code (in backticks, in code, identifiers), maths (but not an
+English word as a subscript in Chinese prose: $v_{cat}$), links, the short allowlist below (proper
+names and names PyTorch gives), and PyTorch's own error text, which the course always introduces
+with a Chinese line.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import tokenize
 import nbformat
 import pytest
 from babel.messages.pofile import read_po
+from zh_reading import figure_texts, printed_outputs, readme_text
 
 from attention_course.model import manifest
 
@@ -47,7 +50,6 @@ ALLOWLIST = {
     "vaswani",
     "shift",
     "enter",
-    "validate",
     "torch",
     "ipywidgets",
     "tensor",
@@ -120,10 +122,26 @@ def _without_english_column(text: str) -> str:
     return "\n".join(lines)
 
 
+# Product names written as their makers write them, and a name of the interface glossed in Chinese
+# right after it: Validate（验证）.
+_NAMES = re.compile(r"The Littlest JupyterHub|Zero to JupyterHub|\b[A-Z][a-z]+（[\u4e00-\u9fff]+）")
+
+
 def english_words(text: str) -> list[str]:
     """Latin-letter words of three letters or more outside code, maths, links, markup and glosses."""
-    words = _WORD.findall(_CODE.sub(" ", _GLOSS.sub(" ", _without_english_column(text))))
-    return [w for w in words if w.lower() not in ALLOWLIST and not re.fullmatch(r"[A-Z][a-z]*[A-Z]\w*", w)]
+    words = _WORD.findall(_CODE.sub(" ", _GLOSS.sub(" ", _NAMES.sub(" ", _without_english_column(text)))))
+    words = [w for w in words if w.lower() not in ALLOWLIST and not re.fullmatch(r"[A-Z][a-z]*[A-Z]\w*", w)]
+    return words + _maths_words(text)
+
+
+# An English word as a subscript in maths ($v_{cat}$); the course's own subscripts are names.
+_SUBSCRIPT = re.compile(r"_\{(?:\\text\{)?([A-Za-z]{3,})\}")
+SUBSCRIPT_NAMES = {"model", "head", "embd", "attn", "proj", "drop", "max", "out"}
+
+
+def _maths_words(text: str) -> list[str]:
+    maths = re.findall(r"\$\$.*?\$\$|\$[^$\n]*\$", text, re.S)
+    return [w for m in maths for w in _SUBSCRIPT.findall(m) if w.lower() not in SUBSCRIPT_NAMES | ALLOWLIST]
 
 
 def test_the_scanner_finds_english_and_leaves_code_alone():
@@ -143,11 +161,19 @@ def _comments_and_strings(source: str) -> list[str]:
     ]
 
 
+_EXCEPTION = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning)\b")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
 def _pytorch_lines(text: str) -> str:
-    """Text without lines that quote an exception (PyTorch's own words, followed by Chinese)."""
-    return "\n".join(
-        line for line in text.splitlines() if not re.search(r"\b[A-Z]\w*(Error|Exception|Warning)\b", line)
-    )
+    """Text without lines that quote an exception (PyTorch's own words, introduced in Chinese)."""
+    return "\n".join(line for line in text.splitlines() if not _EXCEPTION.search(line))
+
+
+def unintroduced_exceptions(text: str) -> list[str]:
+    """Lines of printed output that quote an exception with no Chinese line right before them."""
+    lines = text.splitlines()
+    return [line for i, line in enumerate(lines) if _EXCEPTION.match(line) and not (i and CJK.search(lines[i - 1]))]
 
 
 def _release_texts() -> list[tuple[str, str]]:
@@ -176,9 +202,18 @@ def _message_texts() -> list[tuple[str, str]]:
         ]
 
 
-@pytest.mark.parametrize("source", ["release", "messages"])
+SOURCES = {
+    "release": _release_texts,
+    "messages": _message_texts,
+    "outputs": lambda: [(w, _pytorch_lines(t)) for w, t in printed_outputs()],
+    "readme": readme_text,
+    "figures": figure_texts,
+}
+
+
+@pytest.mark.parametrize("source", SOURCES)
 def test_no_english_where_a_student_reads(source):
-    texts = _release_texts() if source == "release" else _message_texts()
+    texts = SOURCES[source]()
     found = [(where, words) for where, text in texts if (words := english_words(text))]
     assert not found, "\n".join(f"{where}: {' '.join(words)}" for where, words in found)
 
@@ -188,3 +223,28 @@ def test_the_chinese_exercise_stub_comes_from_nbgrader_code_stub():
     stub = COURSE.edition("zh-CN").code_stub.splitlines()[0]  # indented inside a function or class
     assert sum(stub in s for s in sources) == len(COURSE.exercises())
     assert not any("YOUR CODE HERE" in s for s in sources)
+
+
+def test_pytorch_errors_are_introduced_in_chinese():
+    found = [(w, line) for w, text in printed_outputs() for line in unintroduced_exceptions(text)]
+    assert not found, "\n".join(f"{w}: {line}" for w, line in found)
+
+
+PLANTED = [
+    ("an English label in printed output", "outputs", "tt.reshape(6): [0, 3, 1, 4, 2, 5]  shares memory with t: False"),
+    ("an English subscript in Chinese prose", "readme", "加权求和 $0.5\\,v_{cat} + 0.5\\,v_{mat}$"),
+    ("an English button name without a gloss", "readme", "提交之前，可以用 Validate 按钮检查一个笔记本。"),
+]
+
+
+@pytest.mark.parametrize("kind, source, planted", PLANTED, ids=[k for k, _, _ in PLANTED])
+def test_a_planted_english_finding_fails_the_guard(kind, source, planted):
+    where, text = SOURCES[source]()[0]
+    assert not english_words(text)
+    assert english_words(text + "\n" + planted + "\n"), kind
+
+
+def test_a_planted_bare_pytorch_error_fails_the_guard():
+    error = "RuntimeError: view size is not compatible with input tensor's size and stride"
+    assert unintroduced_exceptions(f"tt.reshape(6): [0, 3]\n{error}")
+    assert not unintroduced_exceptions(f"这次调用抛出了异常，下面是异常信息的原文：\n{error}")

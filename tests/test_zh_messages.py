@@ -1,6 +1,7 @@
 """Every message of the zh-CN messages catalogue, rendered with sample values, reads as Chinese:
 the same placeholders as the English, no doubled spaces, no space next to full-width punctuation,
-lists joined with 、. A message whose English pads labels into columns keeps its padding."""
+none before Chinese at the start of a fragment, lists joined with 、. A message whose English pads
+labels into columns keeps its padding."""
 
 from __future__ import annotations
 
@@ -46,6 +47,18 @@ def test_the_message_renders_as_chinese(message):
         return  # a column layout (labels padded to one width), spaced as in the English
     assert "  " not in text.strip("\n").replace("\n  ", "\n"), f"doubled space: {text!r}"
     assert not re.search(rf" [{FULL_WIDTH}]|[{FULL_WIDTH}] ", text), f"space next to full-width punctuation: {text!r}"
+    assert not spliced_with_a_space(message.string), f"a space before Chinese: {message.string!r}"
+
+
+def spliced_with_a_space(text: str) -> bool:
+    """A fragment spliced after other text that starts with a space before Chinese (" 在索引 {index} 处");
+    a joiner spaced on both sides (" 和 ", between numbers) is fine."""
+    return bool(re.match(r"\s+[\u4e00-\u9fff（]", text)) and not text.endswith(" ")
+
+
+def test_a_planted_leading_space_fails_the_guard():
+    assert spliced_with_a_space(" 在索引 {index} 处")
+    assert not spliced_with_a_space("（在索引 {index} 处）") and not spliced_with_a_space(" 和 ")
 
 
 def test_lists_are_joined_with_the_chinese_list_comma():

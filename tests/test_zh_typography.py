@@ -1,6 +1,8 @@
 """The typography of a Chinese textbook in the zh-CN edition: no italics in Chinese prose (Chinese
 fonts have none; bold or plain instead), full-width parentheses and quotes around Chinese text,
-and clean catalogue headers."""
+no straight quotes in Chinese prose, clean catalogue headers; and in what the notebooks print and
+draw (stored outputs, messages, figure labels) no space after full-width punctuation, none between
+two Chinese words and no ASCII punctuation after Chinese (tests/zh_reading.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import re
 import nbformat
 import pytest
 from babel.messages.pofile import read_po
+from zh_reading import figure_texts, printed_outputs, typography_findings
 
 from attention_course.model import manifest
 
@@ -21,6 +24,8 @@ ITALIC = re.compile(
     rf"|(?<!\w)_[^_\n]*[{CJK}][^_\n]*_(?!\w)"
 )
 HALF_WIDTH = re.compile(rf"[{CJK}][()\"]|[()\"][{CJK}]")
+# A straight quote in Chinese prose outside code: "A" 到 "D" (code goes in backticks: `"A"`)
+STRAIGHT_QUOTES = re.compile(rf"[{CJK}（，：；][^\n\"]{{0,3}}\"|\"[^\n\"]{{0,3}}[{CJK}）]")
 
 
 def _prose() -> list[tuple[str, str]]:
@@ -37,6 +42,53 @@ PROSE = _prose()
 def test_the_patterns_catch_what_they_should():
     assert ITALIC.search("*选学*部分") and not ITALIC.search("**加粗**") and not ITALIC.search("a * b 和 c * d")
     assert HALF_WIDTH.search("核心(选学)") and not HALF_WIDTH.search("核心（选学）")
+
+
+def test_no_straight_quotes_in_chinese_prose():
+    assert STRAIGHT_QUOTES.search('写成字符串（"A" 到 "D"）')
+    assert not STRAIGHT_QUOTES.search(_CODE.sub(" ", '写成字符串（`"A"` 到 `"D"`）'))
+    found = [(where, m.group()) for where, text in PROSE for m in STRAIGHT_QUOTES.finditer(text)]
+    assert not found, "\n".join(f"{w}: {t}" for w, t in found)
+
+
+def _messages() -> list[tuple[str, str]]:
+    with (ZH / "messages.po").open("rb") as handle:
+        return [(f"messages.po: {str(m.id)[:40]}", m.string) for m in read_po(handle) if m.id and m.string]
+
+
+PRINTED = printed_outputs() + figure_texts() + [(w, s) for w, s in _messages() if isinstance(s, str)]
+
+
+def test_printed_text_is_set_as_chinese():
+    found = typography_findings(PRINTED)
+    assert not found, "\n".join(f"{w}: {t!r}" for w, t in found)
+
+
+PLANTED_OUTPUT = [
+    ("space after a full-width colon (print's separator)", "各个头的贡献之和等于 W_o 的输出，最大差异： 低于 1e-06"),
+    ("space between two Chinese words", "最大差异 低于 1e-06"),
+    ("a space after a full-width parenthesis", "-0.576（第 0 个头） +0.631（第 1 个头）"),
+    ("ASCII comma after a Chinese label", "注意力权重 (B, H, T, T),\n输出 (B, H, T, d_head)"),
+    ("ASCII colon right after Chinese", "形状: (1, 3, 4, 2)"),
+]
+
+
+@pytest.mark.parametrize("kind, planted", PLANTED_OUTPUT, ids=[k for k, _ in PLANTED_OUTPUT])
+def test_a_planted_output_finding_fails_the_guard(kind, planted):
+    where, text = next((w, t) for w, t in PRINTED if w.endswith("output"))
+    assert not typography_findings([(where, text)])
+    assert typography_findings([(where, text + planted + "\n")]), kind
+
+
+def test_the_schematic_labels_are_read_in_chinese():
+    texts = [t for _, t in figure_texts()]
+    assert any("注意力权重" in t for t in texts) and not any("attention weights" in t for t in texts)
+
+
+def test_a_planted_straight_quote_fails_the_guard():
+    where, text = PROSE[0]
+    assert not STRAIGHT_QUOTES.search(text)
+    assert STRAIGHT_QUOTES.search(text + '把答案写成字符串（"A" 到 "D"）')
 
 
 def test_no_italics_in_chinese_prose():

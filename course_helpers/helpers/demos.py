@@ -170,13 +170,14 @@ def attempt(name: str, fn, *args, **kwargs):
 
 
 def raises(fn, *args, **kwargs):
-    """Call `fn` and print, in one line, the exception it raises (or that it raised none)."""
+    """Call `fn` and print the exception it raises under a line that says so (or that it raised none)."""
     try:
         result = fn(*args, **kwargs)
     except NotImplementedError:
         print(_("Not implemented yet: write the exercise above first, then run this cell again."))
         return None
     except Exception as exc:  # the point of the demo is the exception itself
+        print(_("The call raises an exception (its message as it is):"))
         print(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
         return None
     print(_("No exception was raised."))

@@ -76,7 +76,9 @@ def pipeline_figure(step: str | None = None, seq_len: int = 4, d_model: int = 8,
         ax,
         (x + end) / 2,
         min(tops) - 0.15,
-        _("attention weights") + " (B, H, T, T),\n" + _("outputs") + " (B, H, T, d_head)",
+        _("attention weights {weights},\noutputs {outputs}").format(
+            weights="(B, H, T, T)", outputs="(B, H, T, d_head)"
+        ),
         a,
     )
     blocks.append((x, end))
