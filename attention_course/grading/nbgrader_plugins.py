@@ -23,7 +23,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
-import secrets
 import signal
 import subprocess
 import time
@@ -45,6 +44,7 @@ from attention_course.model.manifest import Course
 from helpers.cells import grade_id, is_answer_cell
 from helpers.i18n import _, using
 
+from . import seeds
 from .coursedir import course_of
 from .intake import Unreadable, read_submission
 from .kernel import IOPUB_WAIT, KERNEL_NAME, MAX_MESSAGE, ConfinedKernelSpecManager, close_everything
@@ -61,7 +61,7 @@ class _Run:
         self.root = Path(self.coursedir.root)
         self.course: Course = course_of(self.coursedir)
         self.settings = Grading(config=config)
-        self.seed = self.settings.seed if self.settings.seed is not None else secrets.randbelow(2**31)
+        self.seed = self.settings.seed  # None: each assignment's seed kept with the course (seeds.py)
         self.layers, self.probe = choose_layers(self.settings)
         if not self.layers and not self.settings.unconfined:
             raise ConfinementFailed(
@@ -109,7 +109,14 @@ class _Run:
             def job() -> None:
                 try:
                     everything = grade_student(
-                        self.course, paths, self.seed, self.settings, self.layers, workspace, edition, publish
+                        self.course,
+                        paths,
+                        self.seed_for(assignment),
+                        self.settings,
+                        self.layers,
+                        workspace,
+                        edition,
+                        publish,
                     )
                 except BaseException as exc:
                     for future in futures.values():
@@ -123,6 +130,10 @@ class _Run:
             self.jobs[key] = self.pool.submit(job)
             self.trusted[key] = futures
         return self.trusted[key]
+
+    def seed_for(self, assignment: str) -> int:
+        """This run's seed if one was given, else the assignment's, kept with the course."""
+        return self.seed if self.seed is not None else seeds.seed_of(self.course.root, assignment)
 
     def submitted(self, student: str, assignment: str) -> Path:
         return Path(self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment))
@@ -551,7 +562,7 @@ class TrustedGrades(NbGraderPreprocessor):
         for verdict in verdicts:
             if verdict.fault:
                 run.fault(student, assignment, notebook, "grader", f"{verdict.cell.grade_id}: {verdict.reason}")
-        _summarise(nb, verdicts, run.seed, run.language(assignment), run.layers)
+        _summarise(nb, verdicts, run.seed_for(assignment), run.language(assignment), run.layers)
         run.finished(student, assignment, notebook)
         return nb, resources
 
