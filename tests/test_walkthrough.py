@@ -247,3 +247,17 @@ def test_the_export_holds_the_whole_roster(term):
     assert absent and all(float(r["score"]) == 0 for r in absent), absent
     en = [r for r in rows if r["student_id"] == "atnwalken" and r["assignment"] == "attention"]
     assert en and float(en[0]["score"]) == term.course.total_points - 1, en
+
+
+@pytest.mark.slow
+def test_every_student_was_graded_on_the_assignments_kept_seed(term):
+    """No seed was typed: each assignment's was drawn once, kept in seeds.toml, and used for all."""
+    from attention_course.grading import seeds
+
+    kept = seeds.read(term.root)
+    assert set(kept) == {"attention", "attention_zh"}, kept
+    with open(term.root / "grades.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows and all(int(r["seed"]) == kept[r["assignment"]] for r in rows), rows
+    feedback = (term.root / "feedback" / "atnwalken" / "attention" / "01_scaling_problem.html").read_text()
+    assert f"seed {kept['attention']}" in feedback
