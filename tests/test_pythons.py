@@ -81,8 +81,9 @@ def test_every_pinned_package_has_wheels_for_each_python(version, requirements, 
     """pip download, binary only, as a teacher's (or a student's) pip on that Python would resolve
     the pins; `--python-version 3.11` means 3.11.0, the oldest Python the packages accept."""
     where = tmp_path / "wheels"
-    pinned = tmp_path / "pins.txt"  # the pins only (binder's file also installs ./course_helpers)
-    pinned.write_text("\n".join(_pins(REPO / requirements)) + "\n")
+    pinned = tmp_path / "pins.txt"  # the pins and pip's options (binder's file also installs ./course_helpers)
+    options = [line for line in (REPO / requirements).read_text().splitlines() if line.startswith("--")]
+    pinned.write_text("\n".join(options + _pins(REPO / requirements)) + "\n")
     proc = run(
         [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--python-version", version, "--no-deps"]
         + ["-d", str(where), "-r", str(pinned)],
@@ -90,6 +91,9 @@ def test_every_pinned_package_has_wheels_for_each_python(version, requirements, 
         timeout=1800,
     )
     try:
+        offline = ("NewConnectionError", "Temporary failure in name resolution", "Network is unreachable")
+        if proc.returncode != 0 and any(sign in proc.stdout + proc.stderr for sign in offline):
+            pytest.skip(f"an index of {requirements} cannot be reached from here ({' '.join(options) or 'PyPI'})")
         assert proc.returncode == 0, describe(proc)
         names = {pin.split("==")[0].lower().replace("-", "_").replace(".", "_") for pin in _pins(REPO / requirements)}
         got = {p.name.split("-")[0].lower().replace(".", "_") for p in where.iterdir()}
