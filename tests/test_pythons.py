@@ -89,6 +89,7 @@ def test_every_pinned_package_has_wheels_for_each_python(version, requirements, 
         + ["-d", str(where), "-r", str(pinned)],
         cwd=tmp_path,
         timeout=1800,
+        env={"PIP_RETRIES": "0", "PIP_TIMEOUT": "20"},  # an unreachable index is said at once
     )
     try:
         offline = ("NewConnectionError", "Temporary failure in name resolution", "Network is unreachable")
