@@ -1,12 +1,13 @@
 # Attention course: every command a student, teacher, maintainer or CI needs.
 #   make lab            create .venv if needed, install everything, open JupyterLab on the course
 #                       (a student's JupyterLab; EDITION=zh-CN opens the Chinese edition in Chinese)
-#   make test           create .venv if needed, run the whole test suite (about 15 minutes)
+#   make test           create .venv if needed, run the whole test suite (about 25 minutes on two cores)
 #   make test-fast      the tests that start no kernel, browser or grading run (under a minute)
 #   make outputs        rebuild what is built from the sources: case file, stored outputs, editions, releases
 #                       (NOTEBOOKS="01_scaling_problem" re-runs only those notebooks)
 #   make release        regenerate the student releases notebooks/<assignment> from source/ with nbgrader
 #   make translations   carry English changes into the catalogues (i18n/) and list what is missing or stale
+#   make check-grader   print the confinement layers grading gets on this machine; non-zero if it would refuse
 #   make grade          grade every submission under submitted/ (JOBS=N at a time, STUDENT=alice for one,
 #                       SCHEDULER=local or tcp://host:8786 on Dask; a rerun keeps what was graded)
 #   make similarity     the similarity report of the submissions (build/similarity/, offline; docs/similarity.md)
@@ -19,7 +20,9 @@
 
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+# The Python that creates .venv: 3.11, 3.12 or 3.13 (make lab PYTHON=python3.13 picks one).
 PYTHON ?= python3
+PYTHONS := 3.11 3.12 3.13
 STAMP  := $(VENV)/.installed
 
 # Every recipe runs with the venv's bin first on PATH: nbgrader itself calls `jupyter` by name,
@@ -42,12 +45,19 @@ BENCH_ARGS  ?=
 # JupyterLab refuses to start as root (containers, CI) unless told --allow-root.
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test test-fast outputs release translations grade similarity report formgrader student-folder bench lint clean
+.PHONY: python lab test test-fast outputs release translations check-grader grade similarity report formgrader student-folder bench lint clean
+
+# Which Python make uses (the venv's, or PYTHON to create it), said on every run; refused unless
+# it is one of PYTHONS.
+python:
+	@$(if $(wildcard $(PY)),$(PY),$(PYTHON)) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; ok = v in "$(PYTHONS)".split(); \
+	print(f"Using Python {v} ({sys.executable})." if ok else f"Python {v} ({sys.executable}) is not supported: use 3.11, 3.12 or 3.13, e.g. make PYTHON=python3.12 (and rm -rf $(VENV) if it was made with {v})."); \
+	sys.exit(not ok)'
 
 # The virtual environment is (re)installed whenever requirements.txt or pyproject.toml is newer
 # than the stamp: the pinned packages, then this project (the grading tools) and the notebooks'
 # helpers (course_helpers/), both in editable mode.
-$(STAMP): requirements.txt pyproject.toml course_helpers/pyproject.toml
+$(STAMP): requirements.txt pyproject.toml course_helpers/pyproject.toml | python
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -r requirements.txt
 	$(PY) -m pip install --no-deps --no-build-isolation -e . -e course_helpers
@@ -72,6 +82,9 @@ release: $(STAMP)
 
 translations: $(STAMP)
 	$(PY) -m attention_course.authoring.edition --update
+
+check-grader: $(STAMP)
+	$(PY) -m attention_course.grading.check
 
 grade: $(STAMP)
 	$(PY) -m attention_course.grading.grade $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(foreach s,$(STUDENT),--student $(s)) $(GRADE_ARGS)

@@ -12,6 +12,11 @@ from the environment (docs/jupyterhub.md lists them with their defaults):
     ATTENTION_EXCHANGE        nbgrader's exchange folder              /srv/nbgrader/exchange
     ATTENTION_INSTRUCTORS     accounts that may open formgrader       (none; comma-separated)
     ATTENTION_STUDENTS        accounts that take the course           (none; comma-separated)
+    ATTENTION_ROSTER          a roster CSV (the `id` column: accounts  (none)
+                              that take the course), beside or instead of ATTENTION_STUDENTS
+    ATTENTION_MEMORY_LIMIT    each student's server's memory limit    2G
+                              (enforced by SystemdSpawner, TLJH's, and KubeSpawner; not by the
+                              local process spawner of hub/jupyterhub_config.py)
     ATTENTION_SERVICE_PORT    formgrader's port (loopback)            9999
     ATTENTION_STUDENT_BIN     bin/ of the students' Python            the hub's own
     ATTENTION_GRADER_BIN      bin/ of the grader's Python             the hub's own
@@ -19,11 +24,13 @@ from the environment (docs/jupyterhub.md lists them with their defaults):
                               account may read (they hold no solution)
 
 In a class the students' Python is built from the student folder (`make student-folder`, then
-`pip install -r binder/requirements.txt`), so it holds neither solutions nor grading code; this
+`pip install -r requirements.txt jupyterhub==6.1.1` in build/student), so it holds neither
+solutions nor grading code; this
 repository stays in the grader's home (mode 0700), with binder/ and hub/ copied where the
 students can read them. The test of this file runs everyone from one environment and this checkout.
 """
 
+import csv
 import os
 import sys
 from pathlib import Path
@@ -42,12 +49,23 @@ def accounts(name: str) -> set[str]:
     return {user.strip() for user in setting(name, "").split(",") if user.strip()}
 
 
+def roster(path: str) -> set[str]:
+    """The `id` column of a roster CSV (the file `nbgrader db student import` reads)."""
+    if not path:
+        return set()
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        if "id" not in (reader.fieldnames or []):
+            raise ValueError(f"{path}: a roster needs a header line with an `id` column (the account names)")
+        return {row["id"].strip() for row in reader if (row["id"] or "").strip()}
+
+
 COURSE_ID = setting("ATTENTION_COURSE_ID", "attention-course")
 GRADER = setting("ATTENTION_GRADER", "grader-attention")
 COURSE_ROOT = setting("ATTENTION_COURSE_ROOT", f"/home/{GRADER}/{COURSE_ID}")
 EXCHANGE = setting("ATTENTION_EXCHANGE", "/srv/nbgrader/exchange")
 INSTRUCTORS = accounts("ATTENTION_INSTRUCTORS")
-STUDENTS = accounts("ATTENTION_STUDENTS")
+STUDENTS = accounts("ATTENTION_STUDENTS") | roster(setting("ATTENTION_ROSTER", ""))
 STUDENT_BIN = Path(setting("ATTENTION_STUDENT_BIN", str(BIN)))
 GRADER_BIN = Path(setting("ATTENTION_GRADER_BIN", str(BIN)))
 PUBLIC = Path(setting("ATTENTION_PUBLIC", str(HERE.parent)))
@@ -74,6 +92,8 @@ c.JupyterHub.load_roles = [
 c.Spawner.cmd = [str(STUDENT_BIN / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
+# One kernel of the course peaks near 500 MiB; a server with JupyterLab and two kernels fits in 2G.
+c.Spawner.mem_limit = setting("ATTENTION_MEMORY_LIMIT", "2G")
 c.Spawner.environment = {
     # hub/students: the exchange and the course id; binder/jupyter: the student JupyterLab
     # (formgrader, course list and create-assignment kept out, the course's links served).

@@ -11,6 +11,8 @@ guide. Beside the course's settings (hub/course_config.py), these come from the 
     ATTENTION_HUB_API_PORT    the hub's own API port (loopback)       8081
     ATTENTION_PROXY_API_PORT  the proxy's API port (loopback)         8001
     ATTENTION_HUB_STATE       the hub's database and cookie secret    the current folder
+    ATTENTION_TLS_CERT        TLS certificate (full chain) and key:   (none: plain HTTP, for a
+    ATTENTION_TLS_KEY         the hub serves https itself             hub behind a TLS proxy)
 """
 
 import os
@@ -24,6 +26,13 @@ BIN = Path(sys.executable).parent  # the environment the hub runs from
 STATE = Path(os.environ.get("ATTENTION_HUB_STATE") or os.getcwd())
 
 c.JupyterHub.bind_url = os.environ.get("ATTENTION_HUB_URL") or "http://127.0.0.1:8000"
+# TLS: with a certificate and its key (e.g. Let's Encrypt's fullchain.pem and privkey.pem), the
+# hub's proxy serves https; ATTENTION_HUB_URL then starts with https:// (port 443).
+TLS = [os.environ.get("ATTENTION_TLS_CERT") or "", os.environ.get("ATTENTION_TLS_KEY") or ""]
+if any(TLS):
+    if not all(TLS):
+        raise ValueError("Set both ATTENTION_TLS_CERT and ATTENTION_TLS_KEY (the certificate and its key), or neither.")
+    c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key = TLS
 c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{os.environ.get('ATTENTION_HUB_API_PORT') or 8081}"
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import secrets
 import shutil
 import signal
 import stat
@@ -47,7 +46,7 @@ from attention_course.confinement.limits import kill_tree
 from attention_course.model.manifest import Course, load
 from attention_course.sandbox.driver import WALL_FACTOR
 
-from . import as_data, near_names, workspace
+from . import as_data, near_names, ownership, seeds, workspace
 from . import gradebook as records
 from . import settings as grading_settings
 from .coursedir import CoursePaths, paths
@@ -339,7 +338,7 @@ def merge(course: Course, graded: Graded) -> None:
     sub.graded = True
 
 
-def write_tables(course: Course, subs: list[Submission], seed: int, layers: list[str]) -> None:
+def write_tables(course: Course, subs: list[Submission], seed, layers: list[str]) -> None:
     """grades.csv and grades_by_cell.csv, written by the course's nbgrader export plugins
     (attention_course/grading/export.py) from the course gradebook. The seed and the confinement layers are those
     of this run for the students it graded, and those of the run that graded them for a student
@@ -353,7 +352,7 @@ def write_tables(course: Course, subs: list[Submission], seed: int, layers: list
                 {
                     "student": s.student,
                     "assignment": s.assignment,
-                    "seed": s.kept["seed"] if s.kept else seed,
+                    "seed": s.kept["seed"] if s.kept else seed(s),
                     "confinement": s.kept["confinement"] if s.kept else confinement,
                     "problems": s.kept["problems"] if s.kept else "; ".join(s.problems + s.faults),
                 }
@@ -514,6 +513,13 @@ def last_wins(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     app = GradeApp()
     app.parse_command_line(argv)
+    try:
+        return _grade(app)
+    finally:  # graded as root: what grading wrote goes back to the course folder's owner
+        ownership.give_back(Path(app.course).resolve())
+
+
+def _grade(app: GradeApp) -> int:
     root = Path(app.course).resolve()
     course = load(root)
     settings = app.settings()
@@ -544,12 +550,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     journal = Journal(root)
     resumed = journal.unfinished_seed() if settings.seed is None else None
-    seed = settings.seed if settings.seed is not None else resumed if resumed is not None else secrets.randbelow(2**31)
+    seed = settings.seed if settings.seed is not None else resumed  # None: the course's kept seeds
     if resumed is not None:
         print(f"Taking up the last run, which did not finish, with its seed {seed}.")
     start = time.monotonic()
     for assignment in sorted({s.assignment for s in subs}):
         ensure_assignment(course, assignment)
+    # Every edition's seed, drawn once before the course is bundled (a later first draw would change the bundle).
+    everyone = sorted({e.assignment for e in course.editions} | {s.assignment for s in subs})
+    kept_seeds = {a: v for a, v in seeds.ensure(root, everyone).items() if a in {s.assignment for s in subs}}
+
+    def seed_of(sub: Submission) -> int:
+        return seed if seed is not None else kept_seeds[sub.assignment]
+
     overrides = {
         "Grading": {
             "seed": seed,
@@ -580,6 +593,11 @@ def main(argv: list[str] | None = None) -> int:
             "kept (--regrade grades them again)."
         )
     journal.start(seed)
+    used = (
+        f"seed {seed}"
+        if seed is not None
+        else "the seeds kept in seeds.toml: " + ", ".join(f"{name} {value}" for name, value in kept_seeds.items())
+    )
     confinement = "+".join(layers) or "none"
 
     def merged(graded: Graded) -> None:
@@ -587,7 +605,9 @@ def main(argv: list[str] | None = None) -> int:
         journal.forget(sub.student, sub.assignment)
         merge(course, graded)
         if sub.graded and not sub.faults:
-            journal.graded(sub.student, sub.assignment, digests[id(sub)], seed, confinement, "; ".join(sub.problems))
+            journal.graded(
+                sub.student, sub.assignment, digests[id(sub)], seed_of(sub), confinement, "; ".join(sub.problems)
+            )
 
     jobs = max(1, min(settings.jobs, len(todo) or 1))
     share_cores(jobs)
@@ -600,11 +620,11 @@ def main(argv: list[str] | None = None) -> int:
         done = sum(s.graded and not s.kept for s in todo)
         print(
             f"\nInterrupted: {done} of {len(todo)} submission(s) were graded and are in the gradebook. "
-            f"Run make grade again to grade the rest (it takes up this run, seed {seed})."
+            f"Run make grade again to grade the rest (it takes up this run, {used})."
         )
         return 130
     journal.end(seed)
-    write_tables(course, subs, seed, layers)
+    write_tables(course, subs, seed_of, layers)
     failed = [s for s in subs if s.faults]
     for sub in subs:
         state = "kept (graded earlier)" if sub.kept else "graded" if sub.graded else "NOT GRADED"
@@ -614,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"Graded {sum(s.graded and not s.kept for s in subs)} and kept {sum(bool(s.kept) for s in subs)} of "
         f"{len(subs)} submission(s) in {time.monotonic() - start:.0f} s "
-        f"with seed {seed} (regrade with --seed {seed}); wrote gradebook.db, grades.csv, grades_by_cell.csv, "
+        f"with {used}; wrote gradebook.db, grades.csv, grades_by_cell.csv, "
         f"autograded/ and feedback/."
     )
     if failed:

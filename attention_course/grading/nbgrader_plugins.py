@@ -23,7 +23,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
-import secrets
 import signal
 import subprocess
 import time
@@ -45,7 +44,7 @@ from attention_course.model.manifest import Course
 from helpers.cells import grade_id, is_answer_cell
 from helpers.i18n import N_, _, using
 
-from . import near_names
+from . import near_names, seeds
 from .coursedir import course_of
 from .intake import Unreadable, read_submission
 from .kernel import IOPUB_WAIT, KERNEL_NAME, MAX_MESSAGE, ConfinedKernelSpecManager, close_everything
@@ -62,7 +61,7 @@ class _Run:
         self.root = Path(self.coursedir.root)
         self.course: Course = course_of(self.coursedir)
         self.settings = Grading(config=config)
-        self.seed = self.settings.seed if self.settings.seed is not None else secrets.randbelow(2**31)
+        self.seed = self.settings.seed  # None: each assignment's seed kept with the course (seeds.py)
         self.layers, self.probe = choose_layers(self.settings, probed=False)
         if not self.layers and not self.settings.unconfined:
             raise ConfinementFailed(
@@ -114,7 +113,7 @@ class _Run:
                     everything = grade_student(
                         self.course,
                         paths,
-                        self.seed,
+                        self.seed_for(assignment),
                         self.settings,
                         self.layers,
                         workspace,
@@ -148,6 +147,10 @@ class _Run:
                 for notebook in self.course.graded_notebooks()
                 if f"{notebook}.ipynb" not in files and near_names.near(notebook, files)
             ]
+
+    def seed_for(self, assignment: str) -> int:
+        """This run's seed if one was given, else the assignment's, kept with the course."""
+        return self.seed if self.seed is not None else seeds.seed_of(self.course.root, assignment)
 
     def submitted(self, student: str, assignment: str) -> Path:
         return Path(self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment))
@@ -657,7 +660,7 @@ class TrustedGrades(NbGraderPreprocessor):
             if verdict.fault:
                 run.fault(student, assignment, notebook, "grader", f"{verdict.cell.grade_id}: {verdict.reason}")
         notes = run.tidied.pop((student, assignment, notebook), []) + run.near_named(student, assignment)
-        _summarise(nb, verdicts, run.seed, run.language(assignment), run.layers, notes)
+        _summarise(nb, verdicts, run.seed_for(assignment), run.language(assignment), run.layers, notes)
         run.finished(student, assignment, notebook)
         return nb, resources
 
