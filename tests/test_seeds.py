@@ -28,6 +28,7 @@ def test_graders_starting_together_draw_one_seed(tmp_path):
     with multiprocessing.get_context("fork").Pool(4) as pool:
         drawn = pool.map(_draw, [str(tmp_path)] * 8)
     assert len(set(drawn)) == 1, drawn
+    assert sorted(p.name for p in tmp_path.iterdir()) == [seeds.FILE]  # no lock file left beside it
 
 
 def test_changing_a_seed_is_explicit_and_leaves_the_others(tmp_path, capsys):

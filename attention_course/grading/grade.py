@@ -558,7 +558,9 @@ def _grade(app: GradeApp) -> int:
         ensure_assignment(course, assignment)
     # Every edition's seed, drawn once before the course is bundled (a later first draw would change the bundle).
     everyone = sorted({e.assignment for e in course.editions} | {s.assignment for s in subs})
-    kept_seeds = {a: v for a, v in seeds.ensure(root, everyone).items() if a in {s.assignment for s in subs}}
+    # A run with its own seed (--seed N) keeps the course folder as it is: nothing is drawn or written.
+    kept = seeds.ensure(root, everyone) if seed is None else {}
+    kept_seeds = {a: v for a, v in kept.items() if a in {s.assignment for s in subs}}
 
     def seed_of(sub: Submission) -> int:
         return seed if seed is not None else kept_seeds[sub.assignment]

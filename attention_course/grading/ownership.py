@@ -18,7 +18,6 @@ WRITTEN = (
     "grades.csv",
     "grades_by_cell.csv",
     "seeds.toml",
-    ".seeds.toml.lock",
     "autograded",
     "feedback",
     "submitted",

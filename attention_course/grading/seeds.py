@@ -59,13 +59,17 @@ def _write(root: Path, seeds: dict[str, int]) -> None:
 
 def _locked(root: Path, change) -> dict[str, int]:
     """Apply `change(seeds) -> seeds` to the file under a lock (two graders starting together draw once)."""
-    with open(Path(root) / f".{FILE}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    # The lock is taken on the course folder itself: no lock file is left beside the teacher's files.
+    folder = os.open(Path(root), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
         seeds = read(root)
         changed = change(dict(seeds))
         if changed != seeds:
             _write(root, changed)
         return changed
+    finally:
+        os.close(folder)
 
 
 def ensure(root: Path, assignments) -> dict[str, int]:
