@@ -5,7 +5,8 @@ as CI does) fetch it, answer (alice: every answer right; bob: one exercise wrong
 submit; the teacher collects, runs `make grade`, releases the feedback; each student fetches their
 own feedback. Then: the course gradebook is the record (`nbgrader export` gives the totals of
 grades.csv), bob's late notebooks carry the course's penalty, and formgrader, opened in a real
-browser, shows the trusted scores (screenshots in build/screenshots/).
+browser, shows the trusted scores (screenshots in build/screenshots/). Last, bob is granted an
+extension (extensions.csv) and regraded, and the Canvas import carries both totals.
 
 The students' nbgrader runs confined as their own user (attention_course/confinement/confine.py, bubblewrap + user):
 on these machines the course's Python lives under /root, which no other account may enter, and
@@ -221,3 +222,38 @@ def test_formgrader_shows_the_trusted_scores_in_a_browser(term):
         page.wait_for_selector("table tbody tr", timeout=60_000)
         page.wait_for_timeout(1000)
         page.screenshot(path=str(REPO / "build" / "screenshots" / "formgrader_notebook.png"), full_page=True)
+
+
+def test_an_extension_lifts_the_penalty_and_the_lms_export_carries_the_totals(term):
+    """Last, as a teacher would do it after the fact: bob is granted an extension; regrading him
+    lifts his penalty (extensions.csv); then the Canvas import from Canvas's own roster export."""
+    from test_lms import read_canvas
+
+    alice, bob = STUDENTS
+    (term.root / "extensions.csv").write_text(f"student,assignment,due\n{bob},attention,+1h\n")
+    proc = run(
+        ["make", "grade", f"VENV={REPO / '.venv'}", f"STUDENT={bob}", "GRADE_ARGS=--seed 7 --regrade"],
+        cwd=term.root,
+        timeout=1800,
+    )
+    assert proc.returncode == 0, describe(proc)
+    totals = _totals(term.root / "grades.csv")
+    assert totals[bob] > 0 and totals[alice] == term.course.total_points
+    roster = term.root / "canvas_roster.csv"
+    roster.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section,attention (77)\n"
+        f'"Lovelace, Alice",1,S1,{alice},A,\n"Bohr, Bob",2,S2,{bob},A,\n"Curie, Carol",3,S3,carol,A,\n'
+    )
+    term.teacher(
+        "export",
+        "--exporter=attention_course.grading.lms.CanvasGrades",
+        f"--CanvasGrades.roster={roster}",
+        f"--to={term.root / 'canvas.csv'}",
+    )
+    _columns, rows, _points = read_canvas(term.root / "canvas.csv")
+    assert {k: r["attention (77)"] for k, r in rows.items()} == {
+        alice: f"{totals[alice]:g}",
+        bob: f"{totals[bob]:g}",
+        "carol": "",
+    }
+    assert "carol" in (term.root / "canvas.csv.missing.txt").read_text()
