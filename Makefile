@@ -12,6 +12,7 @@
 #   make formgrader     the teacher's JupyterLab, with nbgrader's formgrader
 #   make student-folder write build/student/: what students get, without solutions or grading code
 #   make bench          print the performance figures (build/bench.json)
+#   make weights        retrain the small models the labs show (helpers/data/*.npz, a few minutes)
 #   make lint           ruff (lint and format check)
 #   make clean          remove build output (build/)
 
@@ -40,7 +41,7 @@ BENCH_ARGS  ?=
 # JupyterLab refuses to start as root (containers, CI) unless told --allow-root.
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test test-fast outputs release translations grade formgrader student-folder bench lint clean
+.PHONY: lab test test-fast outputs release translations grade formgrader student-folder bench weights lint clean
 
 # The virtual environment is (re)installed whenever requirements.txt or pyproject.toml is newer
 # than the stamp: the pinned packages, then this project (the grading tools) and the notebooks'
@@ -82,6 +83,10 @@ student-folder: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) tests/bench.py $(BENCH_ARGS)
+
+# Seeded, on one thread, under nice: the num_heads lab's models and the text model of notebook 04.
+weights: $(STAMP)
+	nice -n 10 $(PY) -m attention_course.authoring.weights
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
