@@ -197,7 +197,7 @@ def readout_text(n: HeadsNumbers) -> str:
 def head_label(n: HeadsNumbers, h: int) -> str:
     """A head's label: its number and the relation it puts the most weight on, with that weight."""
     r = int(n.shares[h].argmax())
-    return _("head {h}").format(h=h) + f"\n{task.relation_names()[r]} {n.shares[h, r]:.2f}"
+    return _("head {h}").format(h=h) + f"\n{task.relation_names()[r]}\n{n.shares[h, r]:.2f}"
 
 
 def mosaic(weights: torch.Tensor, gap: int = 1) -> torch.Tensor:
@@ -210,17 +210,15 @@ def mosaic(weights: torch.Tensor, gap: int = 1) -> torch.Tensor:
 
 
 class HeadsFigure:
-    """A strip of d_model features coloured by head, the heads' maps side by side, and the accuracy
-    of each relation against the number of heads."""
+    """A strip of d_model features coloured by head, and the heads' maps side by side."""
 
     @in_language_fonts
     def __init__(self, d_model: int = D_MODEL):
-        self.fig = Figure(figsize=(11, 4.2), dpi=80)
+        self.fig = Figure(figsize=(8.6, 4.2), dpi=80)
         self.canvas = FigureCanvasAgg(self.fig)
-        grid = self.fig.add_gridspec(2, 2, height_ratios=[1, 4.5], width_ratios=[3.2, 1])
-        self.ax_strip = self.fig.add_subplot(grid[0, 0])
-        self.ax_maps = self.fig.add_subplot(grid[1, 0])
-        self.ax_acc = self.fig.add_subplot(grid[:, 1])
+        grid = self.fig.add_gridspec(2, 1, height_ratios=[1, 4.5])
+        self.ax_strip = self.fig.add_subplot(grid[0])
+        self.ax_maps = self.fig.add_subplot(grid[1])
         self.strip = self.ax_strip.imshow(torch.zeros(1, d_model).numpy(), cmap="tab20", vmin=0, vmax=19, aspect="auto")
         self.ax_strip.set_yticks([])
         self.ax_strip.set_xticks(range(d_model))
@@ -228,25 +226,10 @@ class HeadsFigure:
         self.maps = self.ax_maps.imshow(
             torch.zeros(6, 6).numpy(), cmap="Blues", vmin=0, vmax=1, aspect="equal", interpolation="nearest"
         )
-        self.marker = None
-        self.fig.subplots_adjust(left=0.05, right=0.99, top=0.9, bottom=0.2, hspace=0.6, wspace=0.15)
-
-    def _draw_accuracy(self, accuracy: dict[int, list[float]]) -> None:
-        counts = sorted(accuracy)
-        for r, name in enumerate(task.relation_names()):
-            self.ax_acc.plot(range(len(counts)), [accuracy[h][r] for h in counts], marker="o", label=name)
-        self.ax_acc.set_xticks(range(len(counts)), [str(h) for h in counts])
-        self.ax_acc.set_ylim(0, 1.05)
-        self.ax_acc.set_xlabel(_("num_heads"))
-        self.ax_acc.set_title(_("task accuracy"), fontsize=10)
-        self.ax_acc.legend(fontsize=8, loc="lower center")
-        self.marker = self.ax_acc.axvline(0, color="grey", lw=6, alpha=0.3)
+        self.fig.subplots_adjust(left=0.04, right=0.99, top=0.93, bottom=0.16, hspace=0.5)
 
     def update(self, n: HeadsNumbers) -> None:
         """Show the numbers of `n`."""
-        if self.marker is None:
-            self._draw_accuracy(n.accuracy)
-        self.marker.set_xdata([sorted(n.accuracy).index(n.num_heads)] * 2)
         self.strip.set_data(torch.tensor([n.owner], dtype=torch.float32).numpy())
         picture = mosaic(n.weights)
         self.maps.set_data(picture.numpy())
@@ -272,6 +255,25 @@ class HeadsFigure:
         return canvas_png(self.canvas)
 
 
+@in_language_fonts
+def accuracy_png(accuracy: dict[int, list[float]]) -> bytes:
+    """The accuracy of each relation against the number of heads (drawn once: it does not move)."""
+    fig = Figure(figsize=(2.6, 4.2), dpi=80)
+    canvas = FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    counts = sorted(accuracy)
+    for r, name in enumerate(task.relation_names()):
+        ax.plot(range(len(counts)), [accuracy[h][r] for h in counts], marker="o", label=name)
+    ax.set_xticks(range(len(counts)), [str(h) for h in counts])
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel(_("num_heads"))
+    ax.set_title(_("task accuracy"), fontsize=10)
+    ax.legend(fontsize=8, loc="lower center")
+    fig.subplots_adjust(left=0.18, right=0.97, top=0.93, bottom=0.13)
+    canvas.draw()
+    return canvas_png(canvas)
+
+
 class HeadsLab:
     """The widget: a num_heads slider over the divisors of d_model, a readout and the live figure."""
 
@@ -288,9 +290,10 @@ class HeadsLab:
         )
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
+        self.chart = widgets.Image(format="png", value=accuracy_png(accuracies()))
         self.figure = HeadsFigure(d_model)
         self.slider.observe(lambda _change: self.update(), names="value")
-        self.widget = widgets.VBox([self.slider, self.readout, self.image])
+        self.widget = widgets.VBox([self.slider, self.readout, widgets.HBox([self.image, self.chart])])
         self.update()
 
     def update(self) -> None:
