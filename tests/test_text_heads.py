@@ -68,3 +68,14 @@ def test_maps_are_causal_rows_that_sum_to_one():
     assert torch.allclose(weights.sum(-1), torch.ones(2, 4, 20)) and weights.triu(1).abs().max() == 0
     with pytest.raises(ValueError, match="1 to 64 characters"):
         text_heads.maps("x" * 65)
+
+
+def test_each_map_is_titled_with_its_measured_name():
+    import matplotlib.pyplot as plt
+
+    fig = text_heads.figure(text_corpus.probe_sentences()[0])
+    titles = [ax.get_title() for ax in fig.axes]
+    plt.close(fig)
+    assert len(titles) == 8
+    for title, name in zip(titles, [n for layer in text_heads.names() for n in layer]):
+        assert f"\n{name} " in title and "(even " in title

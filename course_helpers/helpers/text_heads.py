@@ -90,17 +90,22 @@ def figure(text: str):
     layers, heads, T, _t = weights.shape
     labels = head_measures.measure_names()
     chars = [c if c != " " else "␣" for c in text]
-    fig, axes = plt.subplots(layers, heads, squeeze=False, figsize=(3.1 * heads, 3.2 * layers))
+    fig, axes = plt.subplots(
+        layers, heads, squeeze=False, figsize=(2.9 * heads, 3.1 * layers), sharex=True, sharey=True
+    )
     for layer in range(layers):
         for h in range(heads):
             ax, m = axes[layer, h], head_measures.strongest(table[layer], chance())[h]
             ax.imshow(weights[layer, h].numpy(), cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
-            ax.set_xticks(range(T), chars, fontsize=5)
-            ax.set_yticks(range(T), chars, fontsize=5)
             title = _("layer {l}, head {h}").format(l=layer, h=h)
             share = _("{name} {share:.2f} (even {even:.2f})").format(
                 name=labels[m], share=table[layer, h, m], even=chance()[m]
             )
             ax.set_title(f"{title}\n{share}", fontsize=9)
-    fig.tight_layout()
+    # the characters label the outer axes only (drawing text is most of a figure's time)
+    axes[0, 0].set_xticks(range(T), chars, fontsize=5)
+    axes[0, 0].set_yticks(range(T), chars, fontsize=5)
+    for ax in axes.flat:
+        ax.tick_params(labelbottom=ax in axes[-1], labelleft=ax in axes[:, 0], length=0, labelsize=5)
+    fig.subplots_adjust(left=0.03, right=0.99, bottom=0.06, top=0.9, wspace=0.08, hspace=0.3)
     return fig
