@@ -115,7 +115,7 @@ def test_moving_the_slider_changes_the_readout_and_the_drawing():
     lab.slider.value = 6
     assert lab.readout.value != before[0] and lab.image.value != before[1]
     assert lab.readout.value.startswith("6 heads × d_head = 2") and "accuracy: previous 1.00" in lab.readout.value
-    assert lab.chart.value.startswith(b"\x89PNG"), "the accuracy chart is drawn once, beside the maps"
+    assert bytes(lab.chart.value).startswith(b"\x89PNG"), "the accuracy chart is drawn once, beside the maps"
 
 
 def test_mosaic_puts_heads_side_by_side_with_gaps():
