@@ -15,6 +15,7 @@
 #   make formgrader     the teacher's JupyterLab, with nbgrader's formgrader
 #   make student-folder write build/student/: what students get, without solutions or grading code
 #   make bench          print the performance figures (build/bench.json)
+#   make weights        retrain the small models the labs show (helpers/data/*.npz, a few minutes)
 #   make lint           ruff (lint and format check)
 #   make clean          remove build output (build/)
 
@@ -45,7 +46,7 @@ BENCH_ARGS  ?=
 # JupyterLab refuses to start as root (containers, CI) unless told --allow-root.
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: python lab test test-fast outputs release translations check-grader grade similarity report formgrader student-folder bench lint clean
+.PHONY: python lab test test-fast outputs release translations check-grader grade similarity report formgrader student-folder bench weights lint clean
 
 # Which Python make uses (the venv's, or PYTHON to create it), said on every run; refused unless
 # it is one of PYTHONS.
@@ -103,6 +104,10 @@ student-folder: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) tests/bench.py $(BENCH_ARGS)
+
+# Seeded, on one thread, under nice: the num_heads lab's models and the text model of notebook 04.
+weights: $(STAMP)
+	nice -n 10 $(PY) -m attention_course.authoring.weights
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

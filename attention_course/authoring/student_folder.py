@@ -83,6 +83,14 @@ def write(course: Course, dest: Path) -> Path:
     return dest
 
 
+def _is_case_file(path: Path) -> bool:
+    """A case file (helpers.casefile) has an index; trained weights (helpers.training) have none."""
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as stored:
+        return "index" in stored.files
+
+
 def scan(course: Course, folder: Path) -> list[str]:
     """What in `folder` a student must not get: solution text, hidden tests, grading code, the
     manifest, or expected results of hidden cases. Empty when the folder is clean."""
@@ -103,7 +111,7 @@ def scan(course: Course, folder: Path) -> list[str]:
         if path.name in ("course.toml", "nbgrader_config.py", "gradebook.db") or rel == "pyproject.toml":
             problems.append(f"{rel}: not for students")  # (course_helpers/pyproject.toml is the helpers')
         if path.suffix == ".npz":
-            if any(case.hidden for case in load_cases(path)):
+            if _is_case_file(path) and any(case.hidden for case in load_cases(path)):
                 problems.append(f"{rel}: holds hidden cases")
             continue
         try:
