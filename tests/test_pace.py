@@ -1,4 +1,4 @@
-"""Every notebook's core fits in ten minutes, and every time the course quotes comes from the counts."""
+"""The clock counts prose, code, tables, questions and exercises, and every time the course quotes comes from it."""
 
 from __future__ import annotations
 
@@ -25,21 +25,49 @@ def test_optional_sections_count_in_the_full_notebook_only():
         nbformat.v4.new_markdown_cell("# Title\n\nfive words of core prose"),
         nbformat.v4.new_code_cell("x = 1"),
         nbformat.v4.new_markdown_cell("## Optional: a lab\n\nthree more words"),
-        nbformat.v4.new_code_cell("y = 2"),
+        nbformat.v4.new_code_cell("y = 2\n\nz = 3"),
         nbformat.v4.new_markdown_cell("## Recap\n\nback in core"),
     ]
     p = pace.pace_of(nb)
-    assert (p.core_words, p.full_words) == (1 + 5 + 1 + 3, 1 + 5 + 3 + 3 + 1 + 3)  # headings' # marks are not words
-    assert (p.core_code_cells, p.code_cells) == (1, 2)
+    assert (p.core.words, p.full.words) == (1 + 5 + 1 + 3, 1 + 5 + 3 + 3 + 1 + 3)  # headings' # marks are not words
+    assert (p.core.code_cells, p.full.code_cells) == (1, 2)
+    assert (p.core.code_lines, p.full.code_lines) == (1, 3)  # blank lines are not read
 
 
-@pytest.mark.parametrize("notebook", COURSE.notebooks)
-def test_the_core_is_at_most_600_words(notebook):
-    p = PACES[notebook]
-    assert p.core_words <= pace.CORE_WORDS, (
-        f"{notebook}: {p.core_words} words of core markdown; at most {pace.CORE_WORDS} "
-        "(move the rest into a `## Optional: ...` section)"
+def test_the_clock_counts_code_tables_questions_and_exercises():
+    table = "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |"
+    question = nbformat.v4.new_markdown_cell("**Which?**\n\n- **A.** one\n- **B.** two")
+    question.metadata["question"] = "some_question"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(table), question, nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1")]
+    p = pace.pace_of(nb, points=2)
+    assert (p.core.table_rows, p.core.questions, p.core.code_cells, p.core.code_lines) == (3, 1, 1, 1)
+    assert p.core.words == pace.words(table)  # a question is counted as a question, not as prose
+    expected = (
+        p.core.words / pace.WORDS_PER_MINUTE
+        + 3 * pace.MINUTES_PER_TABLE_ROW
+        + pace.MINUTES_PER_QUESTION
+        + pace.MINUTES_PER_CODE_CELL
+        + pace.MINUTES_PER_CODE_LINE
+        + 2 * pace.MINUTES_PER_POINT
     )
+    assert p.core_minutes == round(expected)
+
+
+def test_every_exercise_point_of_a_notebook_is_on_its_clock():
+    for notebook in COURSE.notebooks:
+        points = sum(item.points for item in COURSE.items_in(notebook) if not item.is_choice)
+        assert PACES[notebook].core.points == points
+
+
+def test_the_express_notebook_takes_at_most_ten_minutes():
+    p = PACES["00_express"]
+    assert p.full_minutes <= 10, f"00_express: {p.full_minutes} minutes by the clock; at most 10"
+
+
+def test_the_core_path_is_01_to_06():
+    assert set(pace.CORE_PATH) <= set(COURSE.notebooks)
+    assert "00_express" not in pace.CORE_PATH and "07_transformer_block" not in pace.CORE_PATH
 
 
 def _header(notebook: str, edition: str = "en") -> str:

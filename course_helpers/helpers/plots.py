@@ -76,14 +76,16 @@ def gradient_ranks_figure(raw: dict, scaled: dict, d_k: int, floor: float = 1e-1
         ("score_grad", _("gradient w.r.t. the scores, per query"), axes[0]),
         ("query_grad", _("gradient w.r.t. the query q, per query"), axes[1]),
     ):
+        ylabel = _("|∂L/∂s| of one query (norm over its keys)") if key == "score_grad" else _("|∂L/∂q| of one query")
         for g, label, style in ((raw, _("unscaled"), "-"), (scaled, _("scaled by 1/√d_k"), "--")):
             values = g[key].detach().sort(descending=True).values.clamp_min(floor)
             share = torch.arange(1, len(values) + 1) / len(values)
             ax.plot(share, values, style, label=label)
-        ax.axhline(1e-3, color="grey", lw=0.8, ls=":")
+        ax.axhline(1e-3, color="grey", lw=0.8, ls=":", label=_("10⁻³ (the table's threshold)"))
         ax.set_yscale("log")
         ax.set_ylim(floor / 2, None)
         ax.set_title(title)
+        ax.set_ylabel(ylabel)
         ax.set_xlabel(_("share of queries, largest gradient first (d_k = {d_k})").format(d_k=d_k))
         ax.grid(alpha=0.3)
         ax.legend()
