@@ -153,6 +153,39 @@ def give_to(path, account) -> None:
             os.lchown(name, account.pw_uid, account.pw_gid)
 
 
+def as_student(account, exchange, course_id: str, argv: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
+    """Run `argv` as the student `account` in their home, with nbgrader pointed at `exchange` and
+    `course_id`, confined (bubblewrap and the account) to that home and the exchange."""
+    from attention_course.confinement import confine
+
+    home = account.pw_dir
+    os.makedirs(os.path.join(home, ".jupyter"), exist_ok=True)
+    with open(os.path.join(home, ".jupyter", "nbgrader_config.py"), "w") as handle:  # hub/students/ does this
+        handle.write(
+            f"c = get_config()\nc.Exchange.root = {str(exchange)!r}\nc.CourseDirectory.course_id = {course_id!r}\n"
+        )
+    give_to(home, account)
+    env = {
+        "HOME": home,
+        "USER": account.pw_name,
+        "LOGNAME": account.pw_name,
+        "LANG": "C.UTF-8",
+        "PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin",
+    }
+    policy = confine.Policy(
+        read=confine.default_read_paths(sys.executable),
+        write=[home, str(exchange)],
+        cwd=home,
+        env=env,
+        layers=["bwrap", "user"],
+        uid=account.pw_uid,
+        gid=account.pw_gid,
+        chown_write=False,
+        max_processes=256,
+    )
+    return confine.run(policy, argv, timeout=timeout)
+
+
 @pytest.fixture
 def course_copy(tmp_path: Path) -> Path:
     """A private copy of the course (nbgrader_config.py, source/, notebooks/) under tmp_path."""

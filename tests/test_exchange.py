@@ -29,7 +29,7 @@ import pytest
 from attention_course.confinement import confine
 from attention_course.model.manifest import load
 from classroom import wrong_answer
-from conftest import REPO, copy_course, describe, give_to, run
+from conftest import REPO, as_student, copy_course, describe, give_to, run
 
 pytestmark = pytest.mark.slow
 STUDENTS = ("atnalice", "atnbob")
@@ -71,34 +71,8 @@ class Term:
 
     def student(self, account: pwd.struct_passwd, *args) -> subprocess.CompletedProcess:
         """nbgrader as the student, in their home, confined to it and the exchange."""
-        home = account.pw_dir
-        config = os.path.join(home, ".jupyter")
-        os.makedirs(config, exist_ok=True)
-        with open(os.path.join(config, "nbgrader_config.py"), "w") as handle:
-            handle.write(
-                f"c = get_config()\nc.Exchange.root = {str(self.exchange)!r}\n"
-                f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-            )
-        give_to(home, account)
-        env = {
-            "HOME": home,
-            "USER": account.pw_name,
-            "LOGNAME": account.pw_name,
-            "LANG": "C.UTF-8",
-            "PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin",
-        }
-        policy = confine.Policy(
-            read=confine.default_read_paths(sys.executable),
-            write=[home, str(self.exchange)],
-            cwd=home,
-            env=env,
-            layers=["bwrap", "user"],
-            uid=account.pw_uid,
-            gid=account.pw_gid,
-            chown_write=False,
-            max_processes=256,
-        )
-        proc = confine.run(policy, [os.path.join(os.path.dirname(sys.executable), "nbgrader"), *args], timeout=300)
+        nbgrader = os.path.join(os.path.dirname(sys.executable), "nbgrader")
+        proc = as_student(account, self.exchange, COURSE_ID, [nbgrader, *args])
         assert proc.returncode == 0, f"{account.pw_name}: nbgrader {' '.join(args)}\n{proc.stdout}\n{proc.stderr}"
         return proc
 

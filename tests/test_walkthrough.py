@@ -17,14 +17,13 @@ import pwd
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from attention_course.confinement import confine
 from attention_course.model.manifest import load
 from classroom import wrong_answer
-from conftest import REPO, copy_course, describe, give_to
+from conftest import REPO, as_student, copy_course, describe
 
 README = REPO / "README.md"
 BLOCK = re.compile(r"<!-- term:(?P<label>[\w:-]+) -->\n```(?:bash|text)\n(?P<body>.*?)```", re.S)
@@ -109,28 +108,7 @@ class Term:
 
     def student(self, account: pwd.struct_passwd, label: str) -> str:
         """The block in the student's account and home, confined to it and the exchange."""
-        home = account.pw_dir
-        os.makedirs(os.path.join(home, ".jupyter"), exist_ok=True)
-        with open(os.path.join(home, ".jupyter", "nbgrader_config.py"), "w") as handle:  # hub/students/ does this
-            handle.write(
-                f"c = get_config()\nc.Exchange.root = {str(self.exchange)!r}\n"
-                f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-            )
-        give_to(home, account)
-        env = {"HOME": home, "USER": account.pw_name, "LOGNAME": account.pw_name, "LANG": "C.UTF-8"}
-        env["PATH"] = f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"
-        policy = confine.Policy(
-            read=confine.default_read_paths(sys.executable),
-            write=[home, str(self.exchange)],
-            cwd=home,
-            env=env,
-            layers=["bwrap", "user"],
-            uid=account.pw_uid,
-            gid=account.pw_gid,
-            chown_write=False,
-            max_processes=256,
-        )
-        proc = confine.run(policy, ["/bin/bash", "-e", "-c", self.found[label]], timeout=300)
+        proc = as_student(account, self.exchange, COURSE_ID, ["/bin/bash", "-e", "-c", self.found[label]])
         assert proc.returncode == 0, f"{account.pw_name}: {label}\n{proc.stdout}\n{proc.stderr}"
         return proc.stdout
 

@@ -18,7 +18,6 @@ and `build/report/class_report.csv`.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import html
 import json
@@ -35,7 +34,7 @@ from helpers.cells import cell_source, find_cell
 from helpers.feedback import mistake_context
 from helpers.i18n import pgettext, using
 
-from .coursedir import CoursePaths
+from .coursedir import CoursePaths, report_paths
 
 OUT = Path("build") / "report"
 CSV_COLUMNS = ["notebook", "item", "kind", "what", "students", "submitted", "share", "example_reason", "teaches"]
@@ -234,12 +233,7 @@ def write(course: Course, root: Path, out: Path) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--course", default=".", help="the course root (default: here)")
-    parser.add_argument("--out", default=None, help=f"where to write (default: <course>/{OUT})")
-    args = parser.parse_args(argv)
-    root = Path(args.course).resolve()
-    out = Path(args.out) if args.out else root / OUT
+    root, out = report_paths(__doc__.splitlines()[0], OUT, argv)
     rows = write(load(root), root, out)
     for row in rows:
         print(f"{row.notebook} {row.item}: {row.kind} {row.what}: {len(row.students)}")

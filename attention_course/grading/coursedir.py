@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import functools
 from pathlib import Path
 
@@ -52,3 +53,13 @@ def course_of(dirs: CourseDirectory) -> Course:
 @functools.cache
 def paths(root: Path) -> CoursePaths:
     return CoursePaths(Path(root))
+
+
+def report_paths(description: str, default_out: str, argv: list[str] | None = None) -> tuple[Path, Path]:
+    """The command line of a class report (`--course`, `--out`): the course root and the folder to write."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--course", default=".", help="the course root (default: here)")
+    parser.add_argument("--out", default=None, help=f"where to write (default: <course>/{default_out})")
+    args = parser.parse_args(argv)
+    root = Path(args.course).resolve()
+    return root, (Path(args.out) if args.out else root / default_out)

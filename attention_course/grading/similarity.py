@@ -17,7 +17,6 @@ see docs/similarity.md for how to read it.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import builtins
 import csv
@@ -33,7 +32,7 @@ from pathlib import Path
 from attention_course.model.manifest import Course, Item, load
 from attention_course.model.reference import answer_source
 
-from .coursedir import CoursePaths
+from .coursedir import CoursePaths, report_paths
 
 OUT = Path("build") / "similarity"
 PLACEHOLDER = "_"
@@ -298,12 +297,7 @@ def report(course: Course, root: Path, out: Path) -> dict[str, list[Pair]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--course", default=".", help="the course root (default: here)")
-    parser.add_argument("--out", default=None, help=f"where to write (default: <course>/{OUT})")
-    args = parser.parse_args(argv)
-    root = Path(args.course).resolve()
-    out = Path(args.out) if args.out else root / OUT
+    root, out = report_paths(__doc__.splitlines()[0], OUT, argv)
     ranked = report(load(root), root, out)
     for name, pairs in ranked.items():
         top = ", ".join(f"{p.a.student}/{p.b.student} {p.score:.2f}" for p in pairs[:3])
