@@ -18,6 +18,12 @@ from .i18n import width as text_width
 from .i18n import word as in_language
 
 
+def causal(T: int) -> torch.Tensor:
+    """The causal mask of T positions (True = may attend: each position sees itself and the past),
+    for the demos of 05 and 06; notebook 07 asks you to build it yourself."""
+    return torch.ones(T, T, dtype=torch.bool).tril()
+
+
 def unit_normal(*shape: int, seed: int) -> torch.Tensor:
     """Entries with mean 0 and variance 1, reproducible from `seed`."""
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
