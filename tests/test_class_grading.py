@@ -90,10 +90,10 @@ def _remember(course, paths, *args):
     return _grade(course, paths, *args)
 
 
-def _faulty(item, cases, report, arrays):
+def _faulty(course, item, cases, report, arrays):
     if getattr(_who, "name", "") == "unlucky" and item.name == "split_heads":
         raise KeyError(("split_heads", "a sentence the grader does not have"))
-    return _judge(item, cases, report, arrays)
+    return _judge(course, item, cases, report, arrays)
 
 
 _trusted._grade_student, _trusted.judge_exercise = _remember, _faulty

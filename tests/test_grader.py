@@ -149,6 +149,35 @@ def test_a_forbidden_built_in_is_refused_with_one_sentence(graded):
         assert "may not rely on" in reason and reason.count("\n") == 0, reason
 
 
+def test_the_grade_reason_names_the_mistake_the_answer_carries(graded):
+    """The trusted grader names a catalogued mistake in the reason it records (what the class
+    report counts), and never a mistake other than the one the answer carries."""
+    from helpers.feedback import mistake_message
+    from helpers.i18n import using
+
+    _, plan, cells, _ = graded
+    named, unnamed = [], []
+    for student, (assignment, carried, _) in plan.items():
+        if not student.startswith("mutant"):
+            continue
+        language = COURSE.language(assignment)
+        for item, mistake in carried.items():
+            if COURSE.item(item).is_choice:
+                continue
+            reason = cells[(student, COURSE.item(item).test_cell)]["reason"]
+            with using(language):
+                sentence = mistake_message(item, mistake)
+            if sentence in reason:
+                named.append(f"{item}/{mistake}")
+            else:
+                assert "Likely mistake" not in reason and "可能的错误" not in reason, (
+                    f"{student}: {item}/{mistake} named as another mistake: {reason}"
+                )
+                unnamed.append(f"{item}/{mistake}")
+    print(f"\nnamed in the grade's reason: {len(named)} of {len(named) + len(unnamed)}; not: {unnamed}")
+    assert len(named) * 2 >= len(named) + len(unnamed), (named, unnamed)
+
+
 def test_feedback_names_the_mistake_and_hides_the_hidden_tests(graded):
     course, plan, _, _ = graded
     assignment = plan["mutant00"][0]

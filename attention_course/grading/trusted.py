@@ -33,7 +33,7 @@ from attention_course.confinement import confine
 from attention_course.confinement.limits import kill_tree, watch
 from attention_course.model.cases import all_cases
 from attention_course.model.catalogue import grader_text
-from attention_course.model.expected import expected_results
+from attention_course.model.expected import expected_results, known_mistakes
 from attention_course.model.manifest import Course, Item
 from attention_course.sandbox.driver import WALL_FACTOR, read_frames
 from helpers import course as student_course
@@ -327,8 +327,10 @@ def describe_failure(failed: dict) -> str:
     return _("the sandbox stopped: {detail}").format(detail=failed.get("detail", ""))
 
 
-def judge_exercise(item: Item, cases: list[tuple[int, Case]], report: dict, arrays: dict) -> str:
-    """The first failure message for an exercise, or '' when every case passes."""
+def judge_exercise(course: Course, item: Item, cases: list[tuple[int, Case]], report: dict, arrays: dict) -> str:
+    """The first failure message for an exercise, or '' when every case passes. A failed case's
+    message names the catalogued mistake whose result the answer reproduces, as the visible
+    checks do (the mistakes' results are computed only for a case that failed)."""
     ran = report["exercises"].get(item.name, {})
     if "failed" in ran:
         return _("While running `{name}`, {reason}.").format(name=item.name, reason=describe_failure(ran["failed"]))
@@ -342,7 +344,12 @@ def judge_exercise(item: Item, cases: list[tuple[int, Case]], report: dict, arra
             return _("`{name}` used a built-in this exercise forbids ({op}); it earns no marks here.").format(
                 name=item.name, op=entry["ops"][0]
             )
-        message = judge(case, _outcome(index, entry, arrays))
+        outcome = _outcome(index, entry, arrays)
+        message = judge(case, outcome)
+        if message and item.mistakes and not case.mistakes and not case.raises:
+            views = {i["name"]: i for i in course.student_view()["items"]}
+            case.mistakes.update(known_mistakes(course, case, views[item.name]))
+            message = judge(case, outcome) if case.mistakes else message
         if message:
             return message
     return ""
@@ -436,7 +443,8 @@ def _grade_student(
                 decided[name] = Verdict(cell, 0.0, fault, fault=True)
                 continue
             try:
-                message = judge_exercise(item, [(i, c) for i, c in indexed if c.exercise == name], report, arrays)
+                mine = [(i, c) for i, c in indexed if c.exercise == name]
+                message = judge_exercise(course, item, mine, report, arrays)
                 decided[name] = Verdict(cell, 0.0 if message else cell.points, message)
             except Exception as exc:
                 decided[name] = _fault(cell, exc)
