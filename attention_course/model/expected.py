@@ -83,7 +83,5 @@ def known_mistakes(course: Course, case: Case, spec: dict) -> dict[str, tuple]:
             found[mistake] = got
     # A result that two mistakes share cannot tell them apart: name neither on this case.
     return {
-        m: got
-        for m, got in found.items()
-        if not any(n != m and not differs(got, other) for n, other in found.items())
+        m: got for m, got in found.items() if not any(n != m and not differs(got, other) for n, other in found.items())
     }
