@@ -242,3 +242,14 @@ def test_the_grader_gets_a_boolean_result_back_as_boolean():
     entry = {"error": None, "problem": None, "mistake": None, "results": ["r0"], "dtypes": ["torch.bool"]}
     outcome = _outcome(0, entry, {"c0/r0": torch.from_numpy(np.array([[1.0, 0.0], [1.0, 1.0]]))})
     assert outcome.results[0].dtype == torch.bool and outcome.results[0].tolist() == [[True, False], [True, True]]
+
+
+def test_a_named_mistake_reads_as_chinese_in_the_chinese_edition():
+    """No space after the full-width colon of 可能的错误：, a space after the English colon."""
+    from helpers.i18n import using
+
+    item = COURSE.item("scaled_scores")
+    with using("zh-CN"):
+        message = failure(item.name, mistaken(COURSE, item, "no_scale"))
+    assert "可能的错误：" in message and "可能的错误： " not in message, message
+    assert "Likely mistake: " in failure(item.name, mistaken(COURSE, item, "no_scale"))

@@ -99,9 +99,15 @@ def recognise_mistake(case: Case, results: tuple) -> str | None:
     return None
 
 
+def _likely(sentence: str) -> str:
+    """ "Likely mistake: <sentence>", with no space after a full-width colon (Chinese)."""
+    label = _("Likely mistake:")
+    return label + ("" if label.endswith("：") else " ") + sentence
+
+
 def _with_mistake(message: str, case: Case, mistake: str | None) -> str:
     sentence = mistake_message(case.exercise, mistake) if mistake else ""
-    return message + "\n" + _("Likely mistake:") + " " + sentence if sentence else message
+    return message + "\n" + _likely(sentence) if sentence else message
 
 
 def numbers_to_name(case: Case) -> list[str]:
@@ -265,7 +271,7 @@ def _mistake_from_other_cases(obj, others: list[Case]) -> str:
         found = recognise_mistake(case, outcome.results) if outcome.results else None
         sentence = mistake_message(case.exercise, found) if found else ""
         if sentence:
-            return "\n" + _("Likely mistake:") + " " + sentence
+            return "\n" + _likely(sentence)
     return ""
 
 
