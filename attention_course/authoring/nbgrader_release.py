@@ -3,9 +3,9 @@
 `ClearSolutionsAndQuestions` is nbgrader's `ClearSolutions` with two differences: its `code_stub`
 is the one of the assignment's edition in course.toml (so the Chinese edition's exercises say
 `# 在这里写你的代码`), and the answer cell of a multiple-choice question becomes
-`answer = ""  # "A", "B", "C" or "D"` (a line a beginner can fill in) instead of
-`raise NotImplementedError()`. The course's nbgrader_config.py puts it in
-place of `ClearSolutions` in `GenerateAssignment.preprocessors`.
+`answer = ""  # "A", "B", "C" or "D"` (a line a beginner can fill in), and the one of a numeric
+question `answer = None  # a number`, instead of `raise NotImplementedError()`. The course's
+nbgrader_config.py puts it in place of `ClearSolutions` in `GenerateAssignment.preprocessors`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ def question_stub(variable: str, options) -> str:
     return f'{variable} = ""  # {", ".join(repr(o).replace(chr(39), chr(34)) for o in options)}'
 
 
+def numeric_stub(variable: str) -> str:
+    return f"{variable} = None  # a number"
+
+
 class ClearSolutionsAndQuestions(ClearSolutions):
     """ClearSolutions, with a fill-in-the-letter stub for the course's multiple-choice questions."""
 
@@ -30,7 +34,7 @@ class ClearSolutionsAndQuestions(ClearSolutions):
         coursedir = CourseDirectory(config=self.config)
         course = load((Path(coursedir.root) / coursedir.source_directory).resolve().parent)
         notebook = resources.get("nbgrader", {}).get("notebook")
-        self._questions = {i.answer_cell: i for i in course.questions() if i.notebook == notebook}
+        self._questions = {i.answer_cell: i for i in course.items_in(notebook) if i.is_question}
         assignment = resources.get("nbgrader", {}).get("assignment")
         editions = [e for e in course.editions if e.assignment == assignment]
         if editions:
@@ -42,7 +46,8 @@ class ClearSolutionsAndQuestions(ClearSolutions):
         if item is None or not is_solution(cell) or cell.cell_type != "code":
             return super().preprocess_cell(cell, resources, cell_index)
         saved = dict(self.code_stub)
-        self.code_stub = {**saved, resources["language"]: question_stub(item.variable, item.spec["options"])}
+        stub = numeric_stub(item.variable) if item.is_numeric else question_stub(item.variable, item.spec["options"])
+        self.code_stub = {**saved, resources["language"]: stub}
         try:
             return super().preprocess_cell(cell, resources, cell_index)
         finally:
