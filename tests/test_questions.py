@@ -202,7 +202,7 @@ def test_a_released_numeric_answer_cell_is_blank_and_nothing_holds_the_solution(
     for item in NUMERIC:
         released = read_notebook(COURSE.release_dir(edition.name) / f"{item.notebook}.ipynb")
         assert judge_numeric(item, assigned(released, item))[0] == 0.0
-        assert cell_text(find_cell(released, item.answer_cell)) == f"{item.variable} = None  # a number"
+        assert cell_text(find_cell(released, item.answer_cell)).startswith(f"{item.variable} = None  # ")
         for line in solution_lines(COURSE, item):
             assert line not in json.dumps(released) and line not in data, line
         for wrong in item.wrong_options:
