@@ -13,14 +13,14 @@ import math
 import numbers
 import operator
 
-from .i18n import _
+from .i18n import N_, _
 
 
 class NotANumber(ValueError):
     """An answer that is not a finite number; its message says what is wrong, in one sentence."""
 
 
-_EXAMPLES = '0.125 or "1/8"'
+_EXAMPLES = N_('0.125 or "1/8"')
 
 
 def _finite(variable: str, answer, number: float) -> float:
@@ -47,7 +47,7 @@ def _from_text(variable: str, text: str) -> float:
     except ValueError:
         raise NotANumber(
             _("{variable} is {answer!r}, which is not a number: write one such as {examples}.").format(
-                variable=variable, answer=text, examples=_EXAMPLES
+                variable=variable, answer=text, examples=_(_EXAMPLES)
             )
         ) from None
     return _finite(variable, text, number)
@@ -61,7 +61,7 @@ def read_number(variable: str, answer) -> float:
         return _finite(variable, answer, float(answer))
     raise NotANumber(
         _("Set {variable} to a number such as {examples}; it is {answer!r}.").format(
-            variable=variable, examples=_EXAMPLES, answer=answer
+            variable=variable, examples=_(_EXAMPLES), answer=answer
         )
     )
 
@@ -103,7 +103,7 @@ def arithmetic(variable: str, node: ast.expr) -> float:
             _(
                 "The grader reads {variable} without running your code, so write it with numbers only "
                 "(such as {examples}, or 2 ** -3); it is `{source}`."
-            ).format(variable=variable, examples=_EXAMPLES, source=ast.unparse(node))
+            ).format(variable=variable, examples=_(_EXAMPLES), source=ast.unparse(node))
         ) from None
     except (ZeroDivisionError, OverflowError):
         value = math.inf
