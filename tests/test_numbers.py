@@ -80,3 +80,11 @@ def test_the_grader_reads_arithmetic_on_numbers(source, number):
 def test_the_grader_refuses_what_it_would_have_to_run_or_is_not_finite(source, says):
     with pytest.raises(NotANumber, match=says):
         arithmetic("x", _expr(source))
+
+
+def test_a_deeply_nested_expression_is_refused_not_a_fault():
+    node = ast.Constant(1)
+    for _ in range(100_000):
+        node = ast.UnaryOp(ast.USub(), node)
+    with pytest.raises(NotANumber, match="numbers only"):
+        arithmetic("x", node)

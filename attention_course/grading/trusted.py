@@ -134,7 +134,7 @@ def assigned(notebook: dict, item: Item) -> ast.expr | None:
             continue
         try:
             tree = ast.parse(cell_source(cell))
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for node in reversed(tree.body):
             if (

@@ -93,17 +93,26 @@ def _evaluate(node: ast.AST):
     raise ValueError(ast.unparse(node))
 
 
+def _shown(node: ast.expr) -> str:
+    """The expression as a student wrote it, cut short (and never failing on a deep one)."""
+    try:
+        text = ast.unparse(node)
+    except RecursionError:
+        return "..."
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def arithmetic(variable: str, node: ast.expr) -> float:
     """The number an answer cell's expression writes, read without running anything; NotANumber
     when it uses anything but numbers (a name, a call other than sqrt) or is not finite."""
     try:
         value = _evaluate(node)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         raise NotANumber(
             _(
                 "The grader reads {variable} without running your code, so write it with numbers only "
                 "(such as {examples}, or 2 ** -3); it is `{source}`."
-            ).format(variable=variable, examples=_(_EXAMPLES), source=ast.unparse(node))
+            ).format(variable=variable, examples=_(_EXAMPLES), source=_shown(node))
         ) from None
     except (ZeroDivisionError, OverflowError):
         value = math.inf
