@@ -112,7 +112,8 @@ def test_a_right_number_in_any_form_within_the_tolerance_keeps_the_points(item):
 
 @pytest.mark.parametrize("item", NUMERIC, ids=lambda i: i.name)
 def test_a_wrong_number_or_no_number_loses_the_points_with_a_reason(item):
-    outside = [item.value + 1.1 * _allowed(item), item.value - 1.1 * _allowed(item), -item.value]
+    margin = 1.1 * _allowed(item) or 0.5  # just outside (an exact answer: half a unit off)
+    outside = [item.value + margin, item.value - margin, -item.value]
     for source in [*map(repr, outside), *item.wrong_options]:
         score, reason = judge_numeric(item, _cell(source))
         assert score == 0.0, (source, reason)
