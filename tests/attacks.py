@@ -181,7 +181,7 @@ class Student:
 
 def _wrong(course: Course, item: str) -> str:
     it = course.item(item)
-    return wrong_answer(course, item, it.wrong_options[0] if it.is_choice else next(iter(it.mistakes)))
+    return wrong_answer(course, item, it.wrong_options[0] if it.is_question else next(iter(it.mistakes)))
 
 
 def _attackers(course: Course, name: str, plan: dict[str, str], special: dict[str, str], edits=None) -> Student:

@@ -14,7 +14,7 @@ from helpers.feedback import CheckFailed, mistake_message
 
 COURSE = load()
 EXERCISES = COURSE.exercises()
-MISTAKES = [(i, m) for i, m in catalogue(COURSE) if not i.is_choice]
+MISTAKES = [(i, m) for i, m in catalogue(COURSE) if not i.is_question]
 
 
 def failure(name, obj) -> str:

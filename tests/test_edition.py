@@ -141,9 +141,10 @@ def test_every_check_message_speaks_chinese_in_the_chinese_edition():
         with pytest.raises(CheckFailed) as failed:
             check("raw_scores", lambda q, k: q @ k)
         assert re.search(r"[\u4e00-\u9fff]", str(failed.value)), str(failed.value)
-        with pytest.raises(CheckFailed) as failed:
-            check("quick_check", "Z")
-        assert re.search(r"[\u4e00-\u9fff]", str(failed.value)), str(failed.value)
+        for question in (COURSE.questions()[0], COURSE.numeric_questions()[0]):
+            with pytest.raises(CheckFailed) as failed:
+                check(question.name, "Z")
+            assert re.search(r"[\u4e00-\u9fff]", str(failed.value)), str(failed.value)
 
 
 def test_plots_draw_chinese_without_missing_glyphs(tmp_path):

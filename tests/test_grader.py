@@ -30,7 +30,7 @@ COURSE = load()
 
 def wrong_answers() -> dict[str, list[str]]:
     """Every catalogued wrong answer of every item."""
-    return {i.name: (i.wrong_options if i.is_choice else list(i.mistakes)) for i in COURSE.items}
+    return {i.name: (i.wrong_options if i.is_question else list(i.mistakes)) for i in COURSE.items}
 
 
 def build_class(course_root) -> dict[str, tuple[str, dict[str, str], dict[str, int]]]:

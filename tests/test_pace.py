@@ -56,7 +56,7 @@ def test_the_clock_counts_code_tables_questions_and_exercises():
 
 def test_every_exercise_point_of_a_notebook_is_on_its_clock():
     for notebook in COURSE.notebooks:
-        points = sum(item.points for item in COURSE.items_in(notebook) if not item.is_choice)
+        points = sum(item.points for item in COURSE.items_in(notebook) if not item.is_question)
         assert PACES[notebook].core.points == points
 
 

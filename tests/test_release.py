@@ -69,5 +69,7 @@ def test_answer_cells_are_stubs_and_questions_are_a_line_to_fill_in(generated, e
         cell = find_cell(nb, item.answer_cell)
         if item.is_choice:
             assert cell.source.startswith(f'{item.variable} = ""'), cell.source
+        elif item.is_numeric:
+            assert cell.source.startswith(f"{item.variable} = None"), cell.source
         else:
             assert "raise NotImplementedError()" in cell.source, cell.source

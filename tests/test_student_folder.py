@@ -41,7 +41,7 @@ def test_it_holds_what_students_need(folder):
     assert "make lab" in (folder / "README.md").read_text() and "make lab" in (folder / "README.zh-CN.md").read_text()
 
 
-@pytest.mark.parametrize("leak", ["solution", "hidden_test", "grading_code", "hidden_case", "answer"])
+@pytest.mark.parametrize("leak", ["solution", "hidden_test", "grading_code", "hidden_case", "answer", "numeric_answer"])
 def test_the_scan_finds_every_kind_of_leak(folder, tmp_path, leak):
     """The scan can fail: plant one leak of each kind in a copy."""
     import shutil
@@ -66,6 +66,10 @@ def test_the_scan_finds_every_kind_of_leak(folder, tmp_path, leak):
         save_cases(
             [c for c in all_cases(COURSE) if c.hidden][:2], copy / "course_helpers" / "helpers" / "data" / "x.npz"
         )
+    elif leak == "numeric_answer":
+        from attention_course.model.reference import solution_lines
+
+        (copy / "answers.txt").write_text(solution_lines(COURSE, COURSE.numeric_questions()[0])[0] + "\n")
     else:
         item = COURSE.questions()[0]
         (copy / "answers.txt").write_text(f'{item.variable} = "{item.answer}"')

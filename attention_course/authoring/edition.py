@@ -104,7 +104,7 @@ def template(course: Course) -> Catalog:
     for item in course.items:
         for mistake in item.mistakes.values():
             catalog.add(mistake.sentence, context=f"mistake/{item.name}/{mistake.name}", auto_comments=["mistake"])
-        for text in [item.spec.get("question", ""), *item.spec.get("options", {}).values()]:
+        for text in [item.spec.get("question", ""), item.spec.get("unit", ""), *item.spec.get("options", {}).values()]:
             if text:
                 catalog.add(text, auto_comments=[f"question {item.name}"])
         for text in item.explanations.values():

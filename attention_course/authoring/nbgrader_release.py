@@ -3,9 +3,10 @@
 `ClearSolutionsAndQuestions` is nbgrader's `ClearSolutions` with two differences: its `code_stub`
 is the one of the assignment's edition in course.toml (so the Chinese edition's exercises say
 `# 在这里写你的代码`), and the answer cell of a multiple-choice question becomes
-`answer = ""  # "A", "B", "C" or "D"` (a line a beginner can fill in) instead of
-`raise NotImplementedError()`. The course's nbgrader_config.py puts it in
-place of `ClearSolutions` in `GenerateAssignment.preprocessors`.
+`answer = ""  # "A", "B", "C" or "D"` (a line a beginner can fill in), and the one of a numeric
+question `answer = None  # a number` (its comment in the edition's language), instead of
+`raise NotImplementedError()`. The course's nbgrader_config.py puts it in place of
+`ClearSolutions` in `GenerateAssignment.preprocessors`.
 """
 
 from __future__ import annotations
@@ -17,10 +18,16 @@ from nbgrader.preprocessors import ClearSolutions
 from nbgrader.utils import is_solution
 
 from attention_course.model.manifest import load
+from helpers.i18n import _, using
 
 
 def question_stub(variable: str, options) -> str:
     return f'{variable} = ""  # {", ".join(repr(o).replace(chr(39), chr(34)) for o in options)}'
+
+
+def numeric_stub(variable: str, language: str = "en") -> str:
+    with using(language):
+        return f"{variable} = None  # " + _("a number")
 
 
 class ClearSolutionsAndQuestions(ClearSolutions):
@@ -30,9 +37,10 @@ class ClearSolutionsAndQuestions(ClearSolutions):
         coursedir = CourseDirectory(config=self.config)
         course = load((Path(coursedir.root) / coursedir.source_directory).resolve().parent)
         notebook = resources.get("nbgrader", {}).get("notebook")
-        self._questions = {i.answer_cell: i for i in course.questions() if i.notebook == notebook}
+        self._questions = {i.answer_cell: i for i in course.items_in(notebook) if i.is_question}
         assignment = resources.get("nbgrader", {}).get("assignment")
         editions = [e for e in course.editions if e.assignment == assignment]
+        self._language = editions[0].language if editions else "en"
         if editions:
             self.code_stub = {**self.code_stub, "python": editions[0].code_stub}
         return super().preprocess(nb, resources)
@@ -42,7 +50,11 @@ class ClearSolutionsAndQuestions(ClearSolutions):
         if item is None or not is_solution(cell) or cell.cell_type != "code":
             return super().preprocess_cell(cell, resources, cell_index)
         saved = dict(self.code_stub)
-        self.code_stub = {**saved, resources["language"]: question_stub(item.variable, item.spec["options"])}
+        if item.is_numeric:
+            stub = numeric_stub(item.variable, self._language)
+        else:
+            stub = question_stub(item.variable, item.spec["options"])
+        self.code_stub = {**saved, resources["language"]: stub}
         try:
             return super().preprocess_cell(cell, resources, cell_index)
         finally:

@@ -141,7 +141,7 @@ def course_pace(course: Course) -> list[Pace]:
         pace_of(
             nbformat.read(course.source_notebook(name), as_version=4),
             name,
-            sum(item.points for item in course.items_in(name) if not item.is_choice),
+            sum(item.points for item in course.items_in(name) if not item.is_question),
         )
         for name in course.notebooks
     ]

@@ -30,9 +30,9 @@ def render_cells(course: Course, nb: nbformat.NotebookNode, translate: Callable[
         name = question_of(cell)
         if name is None:
             continue
-        if name not in specs or specs[name]["kind"] not in ("choice", "practice"):
+        if name not in specs or specs[name]["kind"] not in ("choice", "numeric", "practice"):
             raise ValueError(f"A cell shows question {name!r}, which course.toml does not list.")
-        points = course.item(name).points if specs[name]["kind"] == "choice" else None
+        points = course.item(name).points if specs[name]["kind"] != "practice" else None
         text = render(specs[name], points, translate)
         changed |= cell.source != text
         cell.source = text

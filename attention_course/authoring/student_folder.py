@@ -102,6 +102,7 @@ def scan(course: Course, folder: Path) -> list[str]:
         item.name: [line for line in solution_lines(course, item) if len(line) > 12] for item in course.exercises()
     }
     answers = {f'{i.variable} = "{i.answer}"' for i in course.questions()}
+    answers |= {line for i in course.numeric_questions() for line in solution_lines(course, i)}
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
         if path.is_dir():

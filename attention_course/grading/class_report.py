@@ -119,7 +119,7 @@ def named_mistakes(course: Course, item: Item) -> dict[str, list[str]]:
 
 def case_kinds(course: Course, item: Item) -> list[tuple[str, str, bool]]:
     """(inputs as the reasons write them, case name, hidden) of an exercise, longest first."""
-    if item.is_choice:
+    if item.is_question:
         return []
     kinds = [(case.describe_inputs(), case.name, case.hidden) for case in item_cases(course, item)]
     return sorted(kinds, key=lambda k: -len(k[0]))

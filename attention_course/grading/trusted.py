@@ -1,7 +1,8 @@
 """The trusted verdict on a student's submission.
 
 Nothing the student's code does can change it. For each graded notebook the grader:
-- reads a question's answer from its answer cell without running anything (a literal);
+- reads a question's answer from its answer cell without running anything (a literal, or for a
+  numeric question arithmetic on numbers) and judges a number within the manifest's tolerance;
 - for exercises, takes the notebook's definitions with `ast`; when an exercise forbids
   built-ins, keeps only the statements the exercises need and holds them to the static policy
   (`helpers.policy`, the one the visible check runs), draws fresh cases from the grading seed,
@@ -43,6 +44,7 @@ from helpers.checks import judge
 from helpers.exercises import Case, Outcome
 from helpers.i18n import _, using
 from helpers.notebook_code import course_cell_sources, notebook_statements
+from helpers.numbers import NotANumber, arithmetic
 from helpers.policy import check_exercise, needed_statements, refusal
 from helpers.questions import normalise_option
 
@@ -122,9 +124,9 @@ def course_modules(course: Course, edition: str) -> tuple[str, ...]:
 # ----------------------------------------------------------------------------- questions
 
 
-def choice_answer(notebook: dict, item: Item):
-    """The literal a notebook's answer cell gives a question's variable (None when there is none).
-    Read with ast, never run."""
+def assigned(notebook: dict, item: Item) -> ast.expr | None:
+    """The expression a notebook's answer cell (or, failing it, the first other code cell that does)
+    assigns to a question's variable; None when no cell does. Read with ast, never run."""
     cells = [find_cell(notebook, item.answer_cell)]
     cells += [c for c in notebook.get("cells", []) if c.get("cell_type") == "code" and not is_test_cell(c)]
     for cell in cells:
@@ -132,7 +134,7 @@ def choice_answer(notebook: dict, item: Item):
             continue
         try:
             tree = ast.parse(cell_source(cell))
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for node in reversed(tree.body):
             if (
@@ -141,11 +143,19 @@ def choice_answer(notebook: dict, item: Item):
                 and isinstance(node.targets[0], ast.Name)
                 and node.targets[0].id == item.variable
             ):
-                try:
-                    return ast.literal_eval(node.value)
-                except ValueError:
-                    return ast.unparse(node.value)
+                return node.value
     return None
+
+
+def choice_answer(notebook: dict, item: Item):
+    """The literal a notebook's answer cell gives a question's variable (None when there is none)."""
+    node = assigned(notebook, item)
+    if node is None:
+        return None
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return ast.unparse(node)
 
 
 def judge_choice(item: Item, value, language: str = "en") -> tuple[float, str]:
@@ -162,6 +172,26 @@ def judge_choice(item: Item, value, language: str = "en") -> tuple[float, str]:
     if option == item.answer:
         return item.points, _("Right: {option}. {why}").format(option=option, why=why)
     return 0.0, _("Not {option}. {why}").format(option=option, why=why)
+
+
+def judge_numeric(item: Item, node: ast.expr | None, language: str = "en") -> tuple[float, str]:
+    """(score, reason) of a numeric question's answer (the expression its cell assigns): full points
+    within the tolerance, none outside it; the reason gives the reasoning either way, in the
+    submission's language."""
+    if node is None or (isinstance(node, ast.Constant) and node.value in (None, "")):
+        return 0.0, _("No answer: {variable} is not set.").format(variable=item.variable)
+    try:
+        number = arithmetic(item.variable, node)
+    except NotANumber as problem:
+        return 0.0, str(problem)
+    relative, absolute = item.tolerance
+    allowed = max(relative * abs(item.value), absolute)
+    why = grader_text(item.explanations["reasoning"], f"explain/{item.name}", language)
+    if abs(number - item.value) <= allowed:
+        return item.points, _("Right: {answer:.6g}. {why}").format(answer=number, why=why)
+    return 0.0, _("Not {answer:.6g}: the answer is {value:.6g} (within {allowed:.2g} either side). {why}").format(
+        answer=number, value=item.value, allowed=allowed, why=why
+    )
 
 
 # ----------------------------------------------------------------------------- exercises
@@ -191,7 +221,7 @@ def statements_of(
     ours = notebook_statements(submitted, course_cells, which="course")
     every = ours + student
     if forbidding:
-        return needed_statements(every, [i.name for i in course.items_in(notebook) if not i.is_choice]), every
+        return needed_statements(every, [i.name for i in course.items_in(notebook) if not i.is_question]), every
     return every, every
 
 
@@ -410,9 +440,12 @@ def _grade_student(
         for item in course.items_in(notebook):
             cell = cells[item.name]
             try:
-                if item.is_choice:
+                if item.is_question:
                     language = course.edition(edition).language
-                    score, reason = judge_choice(item, choice_answer(notebook_json, item), language)
+                    if item.is_numeric:
+                        score, reason = judge_numeric(item, assigned(notebook_json, item), language)
+                    else:
+                        score, reason = judge_choice(item, choice_answer(notebook_json, item), language)
                     decided[item.name] = Verdict(cell, score, reason)
                     continue
                 if item.forbid_builtins:

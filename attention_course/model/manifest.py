@@ -32,10 +32,10 @@ class Mistake:
 
 @dataclass(frozen=True)
 class Item:
-    """One graded item: an exercise (function or class) or a multiple-choice question."""
+    """One graded item: an exercise (function or class), a multiple-choice question or a numeric one."""
 
     name: str
-    kind: str  # "function", "class" or "choice"
+    kind: str  # "function", "class", "choice" or "numeric"
     notebook: str
     answer_cell: str  # grade id of the answer cell
     test_cell: str  # grade id of the test cell
@@ -45,6 +45,15 @@ class Item:
     @property
     def is_choice(self) -> bool:
         return self.kind == "choice"
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.kind == "numeric"
+
+    @property
+    def is_question(self) -> bool:
+        """A question (multiple-choice or numeric), not an exercise."""
+        return self.kind in ("choice", "numeric")
 
     @property
     def mistakes(self) -> dict[str, Mistake]:
@@ -73,13 +82,30 @@ class Item:
 
     @property
     def wrong_options(self) -> list[str]:
+        """A multiple-choice question's wrong letters; a numeric one's known wrong answers, as the
+        source an answer cell would give its variable (the mutation suite grades each)."""
+        if self.is_numeric:
+            return list(self.spec.get("wrong", []))
         return [o for o in self.spec.get("options", {}) if o != self.spec.get("answer")]
 
     @property
     def explanations(self) -> dict[str, str]:
         """A question's reason for every option, the right one included (instructor only: the
-        grader puts the one for the chosen option in the feedback)."""
+        grader puts the one for the chosen option in the feedback). A numeric question has one
+        reasoning, said whatever the answer."""
+        if self.is_numeric:
+            return {"reasoning": self.spec["reasoning"]}
         return self.spec.get("explain", {})
+
+    @property
+    def value(self) -> float:
+        """A numeric question's right value (instructor only)."""
+        return float(self.spec["value"])
+
+    @property
+    def tolerance(self) -> tuple[float, float]:
+        """A numeric question's (relative, absolute) tolerance: an answer within the larger is right."""
+        return float(self.spec.get("rel_tol", 0.0)), float(self.spec.get("abs_tol", 0.0))
 
 
 @dataclass(frozen=True)
@@ -159,10 +185,14 @@ class Course:
         return [nb for nb in self.notebooks if self.items_in(nb)]
 
     def exercises(self) -> list[Item]:
-        return [item for item in self.items if not item.is_choice]
+        return [item for item in self.items if not item.is_question]
 
     def questions(self) -> list[Item]:
+        """The multiple-choice questions."""
         return [item for item in self.items if item.is_choice]
+
+    def numeric_questions(self) -> list[Item]:
+        return [item for item in self.items if item.is_numeric]
 
     def edition(self, name_or_assignment: str) -> Edition:
         for edition in self.editions:
@@ -209,7 +239,8 @@ class Course:
     # -------------------------------------------------------------------------------- students
     def student_view(self) -> dict:
         """What the released checks need: no solution edits, no answers, no alternatives, and for a
-        graded question nothing but its text and options (the same data for every option)."""
+        graded question nothing but its text and options (the same data for every option), and
+        for a numeric one its text and the form of number it expects (no value, no tolerance)."""
         items = []
         for item in self.items:
             entry = {"name": item.name, "kind": item.kind, "notebook": item.notebook}
@@ -219,6 +250,8 @@ class Course:
                     question=item.spec.get("question", ""),
                     options=item.spec["options"],
                 )
+            elif item.is_numeric:
+                entry.update(variable=item.variable, question=item.spec["question"], unit=item.spec["unit"])
             else:
                 for key in ("call", "args", "optional", "init", "outputs", "masked_output"):
                     if key in item.spec:
@@ -239,10 +272,18 @@ def _item(table: dict) -> Item:
     missing = [k for k in ("name", "kind", "notebook", "answer_cell", "test_cell", "points") if k not in table]
     if missing:
         raise ValueError(f"{MANIFEST}: item {table.get('name', '?')!r} lacks {', '.join(missing)}.")
-    if table["kind"] not in ("function", "class", "choice"):
+    if table["kind"] not in ("function", "class", "choice", "numeric"):
         raise ValueError(
-            f"{MANIFEST}: item {table['name']!r} has kind {table['kind']!r}; use function, class or choice."
+            f"{MANIFEST}: item {table['name']!r} has kind {table['kind']!r}; use function, class, choice or numeric."
         )
+    if table["kind"] == "numeric":
+        needed = ("variable", "question", "unit", "value", "reasoning")
+        lacking = [k for k in needed if k not in table]
+        if lacking or "options" in table or not ("rel_tol" in table or "abs_tol" in table):
+            raise ValueError(
+                f"{MANIFEST}: numeric question {table['name']!r} needs {', '.join(needed)} and rel_tol or abs_tol, "
+                f"and no options (it lacks {', '.join(lacking) or 'nothing'})."
+            )
     if table["kind"] == "choice":
         options, explain = table.get("options", {}), table.get("explain", {})
         if set(explain) != set(options) or table.get("answer") not in options:

@@ -56,7 +56,7 @@ _MISTAKE = _table(
 _ITEM = _table(
     {
         "name": _STR,
-        "kind": {"enum": ["function", "class", "choice"]},
+        "kind": {"enum": ["function", "class", "choice", "numeric"]},
         "notebook": _STR,
         "answer_cell": _STR,
         "test_cell": _STR,
@@ -79,6 +79,13 @@ _ITEM = _table(
         "question": _STR,
         "options": _OPTIONS,
         "explain": _OPTIONS,
+        # numeric questions (never released: the grader alone reads value, tolerances and wrong)
+        "unit": _STR,
+        "value": {"type": "number"},
+        "rel_tol": {"type": "number", "minimum": 0},
+        "abs_tol": {"type": "number", "minimum": 0},
+        "reasoning": _STR,
+        "wrong": {"type": "array", "items": _STR, "minItems": 1},
     },
     ("name", "kind", "notebook", "answer_cell", "test_cell", "points"),
 )

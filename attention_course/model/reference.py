@@ -74,6 +74,8 @@ def mistake_source(course: Course, item: Item, mistake: str) -> str:
     wrong option as the answer)."""
     if item.is_choice:
         return f"{item.variable} = {mistake!r}\n"
+    if item.is_numeric:
+        return f"{item.variable} = {mistake}\n"  # a wrong number, written as source
     source = answer_source(course, item)
     for old, new in item.mistakes[mistake].edits:
         if old not in source:
@@ -89,4 +91,4 @@ def mistaken(course: Course, item: Item, mistake: str):
 
 def catalogue(course: Course) -> list[tuple[Item, str]]:
     """Every (item, wrong answer) pair: each catalogued mistake and each wrong option of a question."""
-    return [(item, m) for item in course.items for m in (item.wrong_options if item.is_choice else item.mistakes)]
+    return [(item, m) for item in course.items for m in (item.wrong_options if item.is_question else item.mistakes)]

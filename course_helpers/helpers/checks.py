@@ -27,7 +27,7 @@ from .exercises import Case, Outcome, run_case
 from .feedback import CheckFailed, explain_error, first_difference, mistake_message, passed, preview, shape_of
 from .i18n import _, listing
 from .policy import check_exercise, refusal, session_statements
-from .questions import check_choice
+from .questions import check_choice, check_numeric
 
 RTOL = ATOL = 1e-5  # float32 results against a float64 reference
 MISTAKE_TOLERANCE = 1e-4  # how close a result must be to a known wrong answer to name it
@@ -306,5 +306,8 @@ def check(name: str, obj) -> None:
     spec = course.item(name)
     if spec["kind"] == "choice":
         check_choice(name, obj)
+        return
+    if spec["kind"] == "numeric":
+        check_numeric(name, obj)
         return
     _check_exercise(name, obj)

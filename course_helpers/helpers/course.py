@@ -54,7 +54,7 @@ def practice(name: str) -> dict:
 
 
 def exercises() -> dict[str, dict]:
-    return {name: i for name, i in items().items() if i["kind"] != "choice"}
+    return {name: i for name, i in items().items() if i["kind"] not in ("choice", "numeric")}
 
 
 def is_class(name: str) -> bool:

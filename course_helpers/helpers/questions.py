@@ -1,10 +1,12 @@
-"""Multiple-choice questions: graded ones, whose check only reads the form of the answer, and
-practice ones, which explain every option at once.
+"""Questions: graded multiple-choice and numeric ones, whose check only reads the form of the
+answer, and practice ones, which explain every option at once.
 
 A graded question's release holds its text and options and nothing else (no answer, no per-option
 data): `check_choice` only confirms that the answer is one of the letters, and the grader's
 verdict, with the reason for the chosen option, comes with the feedback. A practice question
 (`practice(name, letter)`) has no points, so it explains the chosen option at once, right or not.
+A numeric question's release holds its text and the form of number it expects: `check_numeric`
+only confirms that the answer is a finite number (`helpers.numbers`), never how close it is.
 `render` writes a question as the markdown of its notebook cell; the build uses it, so the text a
 student reads and the text a check echoes come from one place.
 """
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from . import course
 from .feedback import CheckFailed
 from .i18n import N_, _
+from .numbers import NotANumber, read_number
 
 
 def normalise_option(answer) -> str:
@@ -32,6 +35,18 @@ def render(spec: dict, points: float | None = None, translate: Callable[[str], s
         heading = N_("**{question}** (1 point)") if (points or 1) == 1 else N_("**{question}** ({points:g} points)")
         lines = [t(heading).format(question=t(spec["question"]), points=points or 1)]
     lines.append("")
+    if spec["kind"] == "numeric":
+        lines.append(
+            t(
+                N_(
+                    "Expected: {unit}. Set `{variable}` to a number in the cell below, written with numbers only "
+                    '(such as `0.125`, `"1/8"` or `2 ** -3`: the grader reads the cell, it does not run it), and run '
+                    "the check. The check only confirms that it is a number; whether it is right, and why, comes "
+                    "with your feedback."
+                )
+            ).format(unit=t(spec["unit"]), variable=spec["variable"])
+        )
+        return "\n".join(lines)
     lines += [f"- **{letter}.** {t(text)}" for letter, text in spec["options"].items()]
     lines.append("")
     if spec["kind"] == "practice":
@@ -70,6 +85,20 @@ def check_choice(name: str, answer) -> None:
         + _("Answer {option} recorded: “{text}”. Whether it is right, and why, comes with your feedback.").format(
             option=option, text=_(spec["options"][option])
         )
+    )
+
+
+def check_numeric(name: str, answer) -> None:
+    """A numeric question's visible check: the answer must be a finite number (how close it is to
+    the right one is the grader's alone to say)."""
+    spec = course.item(name)
+    try:
+        number = read_number(spec["variable"], answer)
+    except NotANumber as problem:
+        raise CheckFailed(str(problem)) from None
+    print(
+        "• "
+        + _("Answer {number:g} recorded. Whether it is right, and why, comes with your feedback.").format(number=number)
     )
 
 
