@@ -191,3 +191,19 @@ def test_importing_the_helpers_leaves_matplotlib_alone_until_a_figure_is_drawn()
     )
     assert proc.returncode == 0, proc.stderr
     assert "CJK" in proc.stdout or "Hei" in proc.stdout or "Han" in proc.stdout, proc.stdout
+
+
+def test_no_stored_figure_misses_a_glyph():
+    """A figure drawn with a character its font lacks warns "Glyph ... missing from font(s)" and
+    shows a box: no stored output of either edition may carry that warning."""
+    import nbformat
+
+    from conftest import REPO
+
+    found = []
+    for path in sorted((REPO / "source").glob("*/*.ipynb")):
+        for number, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            for output in cell.get("outputs", []):
+                if "missing from font" in "".join(output.get("text", "")):
+                    found.append(f"{path.parent.name}/{path.name} cell {number}")
+    assert not found, found

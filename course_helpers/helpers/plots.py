@@ -81,7 +81,7 @@ def gradient_ranks_figure(raw: dict, scaled: dict, d_k: int, floor: float = 1e-1
             values = g[key].detach().sort(descending=True).values.clamp_min(floor)
             share = torch.arange(1, len(values) + 1) / len(values)
             ax.plot(share, values, style, label=label)
-        ax.axhline(1e-3, color="grey", lw=0.8, ls=":", label=_("10⁻³ (the table's threshold)"))
+        ax.axhline(1e-3, color="grey", lw=0.8, ls=":", label=_("$10^{-3}$ (the table's threshold)"))
         ax.set_yscale("log")
         ax.set_ylim(floor / 2, None)
         ax.set_title(title)
