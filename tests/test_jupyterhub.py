@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from attention_course.model.manifest import load
 from browser import SHOTS, chromium
@@ -81,6 +83,32 @@ def assignments_tab(page):
     return page
 
 
+def open_fetched_notebook(page, shoot: str) -> None:
+    """Unfold the fetched assignment and open NOTEBOOK from the Assignments tab.
+
+    The tab rebuilds its lists, folded, whenever a fetch or refresh answers, and an answer can
+    land after the unfold click: the notebook's link is then in the page but hidden. So unfold
+    again until the link shows, then click it.
+    """
+    downloaded = page.locator("#fetched_assignments_list")
+    link = downloaded.locator(".assignment-notebooks a").get_by_text(NOTEBOOK, exact=True)
+    unfold = downloaded.locator("a.assignment-notebooks-link")
+    deadline = time.monotonic() + WAIT / 1000
+    while True:
+        if link.is_visible():
+            shot(page, shoot)
+            try:
+                link.click(timeout=5_000)
+                return
+            except PlaywrightTimeout:
+                pass  # folded again between the look and the click
+        elif unfold.count():
+            unfold.first.click(timeout=5_000)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the fetched {NOTEBOOK} never showed in the Assignments tab")
+        page.wait_for_timeout(500)
+
+
 def answer_exercise(page, hub) -> None:
     """Open the fetched notebook, replace the exercise's answer cell with a right answer, save."""
     course = load(REPO)
@@ -127,11 +155,7 @@ def term(tmp_path_factory):
         panel = assignments_tab(ann)
         released = panel.locator("#released_assignments_list")
         released.get_by_role("button", name="Fetch").click(timeout=WAIT)
-        downloaded = panel.locator("#fetched_assignments_list")
-        downloaded.locator("a.assignment-notebooks-link").click(timeout=WAIT)  # unfold its notebooks
-        downloaded.get_by_text(NOTEBOOK).wait_for(timeout=WAIT)
-        shot(ann, "2-fetched")
-        downloaded.get_by_text(NOTEBOOK).click()
+        open_fetched_notebook(panel, shoot="2-fetched")
         answer_exercise(ann, hub)
         shot(ann, "3-answered")
         panel = assignments_tab(ann)
