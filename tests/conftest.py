@@ -124,6 +124,17 @@ def copy_course(dest: Path) -> Path:
     return dest
 
 
+def course_skeleton(dest: Path) -> Path:
+    """A course folder that reads REPO: its config and manifest copied, source/ and notebooks/
+    linked (for a test that builds its own gradebook and never writes the notebooks)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("nbgrader_config.py", "course.toml"):
+        shutil.copy(REPO / name, dest / name)
+    for name in ("source", "notebooks"):
+        (dest / name).symlink_to(REPO / name, target_is_directory=True)
+    return dest
+
+
 def in_child(attempt) -> dict:
     """`attempt()` (a dict, as JSON) in a forked child of this test: what it returned,
     {"error": repr} when it raised, or {"signal": N} when something killed the child."""

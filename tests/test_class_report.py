@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import shutil
 import subprocess
 import sys
 
@@ -16,7 +15,7 @@ from small_gradebook import DUE, gradebook, submit
 from attention_course.grading.class_report import teaching_section
 from attention_course.model.cases import item_cases
 from attention_course.model.manifest import load
-from conftest import REPO
+from conftest import REPO, course_skeleton
 
 RAW = "raw_scores"
 
@@ -32,11 +31,7 @@ def _reason(course, case_name: str, mistake: str | None) -> str:
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory):
     course = load(REPO)
-    root = tmp_path_factory.mktemp("report")
-    for name in ("nbgrader_config.py", "course.toml"):
-        shutil.copy(REPO / name, root / name)
-    for name in ("source", "notebooks"):
-        (root / name).symlink_to(REPO / name, target_is_directory=True)
+    root = course_skeleton(tmp_path_factory.mktemp("report"))
     db = gradebook(root / "gradebook.db", students=("s_ada", "s_bo", "s_cy"))
     full = {"test_raw_scores": 2.0, "test_scaled_dot_product_attention": 4.0}
     submit(db, "s_ada", full, DUE)

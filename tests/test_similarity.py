@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import csv
 import re
-import shutil
 import subprocess
 import sys
 
@@ -16,7 +15,7 @@ import pytest
 from attention_course.grading.similarity import fingerprints, given
 from attention_course.model.manifest import load
 from classroom import right_answer, submission, write_submission
-from conftest import REPO
+from conftest import REPO, course_skeleton
 
 SDPA = "scaled_dot_product_attention"
 
@@ -80,11 +79,7 @@ COPIES = {"cora", "cody", "cleo"}
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     course = load(REPO)
-    root = tmp_path_factory.mktemp("similarity")
-    for name in ("nbgrader_config.py", "course.toml"):
-        shutil.copy(REPO / name, root / name)
-    for name in ("source", "notebooks"):
-        (root / name).symlink_to(REPO / name, target_is_directory=True)
+    root = course_skeleton(tmp_path_factory.mktemp("similarity"))
     alternatives = course.item(SDPA).alternatives
     answers = {
         "ref1": right_answer(course, SDPA),
