@@ -47,9 +47,9 @@ c.OverwriteCells.add_missing_cells = True
 # (attention_course/grading/intake.py); what cannot be read is graded 0 with the reason. Then the tidying that
 # keeps nbgrader going (a duplicated grade cell, a deleted answer cell) comes first of its
 # sanitize steps.
-c.Autograde.exporter_class = "attention_course.grading.nbgrader_plugins.SubmittedNotebookExporter"
+c.Autograde.exporter_class = "attention_course.grading.plugins.submitted.SubmittedNotebookExporter"
 c.Autograde.sanitize_preprocessors = [
-    "attention_course.grading.nbgrader_plugins.TidySubmission",
+    "attention_course.grading.plugins.tidy.TidySubmission",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -61,13 +61,13 @@ c.Autograde.sanitize_preprocessors = [
 # test cell's score, right after nbgrader saves its own and before late penalties are applied.
 # Plain `nbgrader autograde` and formgrader's autograde button grade the same way as `make grade`.
 c.Autograde.autograde_preprocessors = [
-    "attention_course.grading.nbgrader_plugins.ConfinedExecute",
+    "attention_course.grading.plugins.execute.ConfinedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "attention_course.grading.nbgrader_plugins.ReadableGrades",
+    "attention_course.grading.plugins.readable.ReadableGrades",
     "nbgrader.preprocessors.SaveAutoGrades",
-    "attention_course.grading.nbgrader_plugins.TrustedGrades",
+    "attention_course.grading.plugins.trusted_grades.TrustedGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]

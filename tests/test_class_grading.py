@@ -61,7 +61,7 @@ INJECTED = """
 import gc as _gc
 import threading as _threading
 import zmq as _zmq
-import attention_course.grading.nbgrader_plugins as _plugins
+import attention_course.grading.plugins.trusted_grades as _plugins
 import attention_course.grading.trusted as _trusted
 
 _save = _plugins.TrustedGrades.preprocess

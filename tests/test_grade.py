@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from attention_course.grading.grade import Submission, bounded, copy_submission, find_submissions
-from attention_course.grading.nbgrader_plugins import tidy
+from attention_course.grading.plugins.tidy import tidy
 from attention_course.model.manifest import load
 from conftest import REPO
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import nbformat
 from nbgrader import utils
 
-from attention_course.grading.nbgrader_plugins import UNREADABLE, ReadableGrades
+from attention_course.grading.plugins.readable import UNREADABLE, ReadableGrades
 
 
 def _test_cell(result: dict | None) -> nbformat.NotebookNode:

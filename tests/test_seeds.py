@@ -57,13 +57,13 @@ def test_a_broken_seed_file_is_named_not_redrawn(tmp_path):
 
 def test_the_plugins_grade_with_the_kept_seed_unless_one_is_given(tmp_path):
     """nbgrader's plugins (plain autograde, formgrader) read the same file as make grade."""
-    from attention_course.grading.nbgrader_plugins import _Run
+    from attention_course.grading.plugins.run import Run
 
     class Stub:
         seed = None
         course = type("C", (), {"root": tmp_path})()
 
     kept = seeds.seed_of(tmp_path, "attention")
-    assert _Run.seed_for(Stub(), "attention") == kept
+    assert Run.seed_for(Stub(), "attention") == kept
     Stub.seed = 7
-    assert _Run.seed_for(Stub(), "attention") == 7
+    assert Run.seed_for(Stub(), "attention") == 7

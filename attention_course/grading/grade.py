@@ -1,7 +1,7 @@
 """Grade a class: `make grade` (or `python -m attention_course.grading.grade`).
 
 The grading itself is nbgrader's, with the course's plugins (nbgrader_config.py,
-`attention_course.grading.nbgrader_plugins`), exactly as plain `nbgrader autograde` and formgrader's button run
+`attention_course.grading.plugins`), exactly as plain `nbgrader autograde` and formgrader's button run
 it: safe reading of each notebook, tidying, confined kernels, the trusted verdict. This command
 adds only the parallelism and the report:
 1. every submission `submitted/<student>/<assignment>/` of each edition's assignment goes to one
