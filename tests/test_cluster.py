@@ -129,19 +129,33 @@ def interrupted(tmp_path_factory):
     second = start_grading(course, "local", f"--seed {SEED} {ARGS}", course.parent / "second.log")
     top = psutil.Process(second.pid)
 
+    def orchestrator() -> psutil.Process | None:
+        """`make grade`'s Python process: the one that merges students into the gradebook."""
+        for child in top.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if "attention_course.grading.grade" in child.cmdline():
+                    return child
+        return None
+
     def held_after_two():
-        """Once two students are merged, the graders at work are stopped where they are, so
-        that Ctrl-C comes mid-run however fast this machine grades (an event, not a time)."""
+        """Once two students are merged, the merging process is stopped first (no student is
+        merged after that, however far the workers have got), then the graders at work, so that
+        Ctrl-C comes mid-run however fast or busy this machine is (an event, not a time)."""
         found = grading_now()
         if len(merged_this_run(course, 1)) < 2:
             return None
+        merger = orchestrator()
+        if merger is None:
+            pytest.fail("the run ended before two students were seen merged: nothing left to interrupt")
+        merger.suspend()
+        found = grading_now()
         for process in found:
             with contextlib.suppress(psutil.Error):
                 process.suspend()
-        return [found]
+        return [[merger, *found]]
 
     held = wait_for(held_after_two, 600, "two students merged")[0]
-    os.killpg(second.pid, signal.SIGINT)
+    os.killpg(second.pid, signal.SIGINT)  # pending for the stopped ones until they go on
     for process in held:
         with contextlib.suppress(psutil.Error):
             process.resume()
@@ -222,6 +236,28 @@ def test_a_local_clusters_workers_keep_dasks_profiler_and_monitors_quiet():
         with local_cluster(2) as cluster, Client(cluster) as client:
             seen = client.run(_housekeeping)
     assert len(seen) == 2 and all(values == QUIET for values in seen.values()), seen
+
+
+def test_a_scheduler_whose_workers_are_still_starting_is_waited_for(tmp_path):
+    """`make grade` on a scheduler with no worker yet says so and waits; a worker that joins
+    later grades the class in full (its threads worked out once it is there)."""
+    import dask
+    import distributed  # noqa: F401  (imported first: dask.config.set would drop its defaults on exit)
+
+    course = copy_course(tmp_path / "course")
+    write_submission(course, "r1", submission(load(course), {}, [NOTEBOOK]), "attention")
+    log = tmp_path / "grade.log"
+    with dask.config.set(SETTINGS), local_cluster(0) as cluster:
+        proc = start_grading(course, cluster.scheduler_address, ARGS, log)
+        wait_for(lambda: "waiting for the first one to join" in log.read_text(), 120, "the waiting message")
+        assert proc.poll() is None, log.read_text()
+        cluster.scale(1)
+        proc.wait(600)
+    output = log.read_text()
+    assert proc.returncode == 0, output
+    assert f"Dask: 1 worker(s) at {cluster.scheduler_address}" in output, output
+    rows = cell_rows(course)
+    assert rows and all(r["score"] == r["max_score"] for r in rows), rows
 
 
 def test_an_existing_clusters_worker_gets_its_hosts_share_of_threads_unless_it_chose(monkeypatch):
@@ -311,6 +347,10 @@ def hosts(tmp_path_factory):
             subprocess.Popen(cmd, env=venv_env(), stdout=open(logs / f"{host}.log", "w"), stderr=subprocess.STDOUT)
         )
     try:
+        from distributed import Client
+
+        with Client(address, timeout=120) as client:  # both workers joined: an event, not a time
+            client.wait_for_workers(2, timeout=300)
         yield address, logs
     finally:
         for proc in procs:

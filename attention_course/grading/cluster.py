@@ -207,6 +207,10 @@ def grade_class(
         cluster = local_cluster(jobs) if scheduler == "local" else None
         try:
             with Client(cluster if cluster is not None else scheduler) as client:
+                if not client.scheduler_info(n_workers=-1)["workers"]:
+                    # an existing scheduler whose workers are still starting (Ctrl-C stops the wait)
+                    say(f"Dask: no worker at {client.scheduler.address} yet; waiting for the first one to join.")
+                    client.wait_for_workers(1)
                 _grade_on(
                     client,
                     course,
