@@ -8,7 +8,7 @@ import re
 import pytest
 
 from attention_course.confinement import confine
-from attention_course.grading import grade, intake, settings
+from attention_course.grading import intake, settings, slot
 from attention_course.grading.kernel import IOPUB_WAIT
 from attention_course.sandbox.driver import WALL_FACTOR
 from conftest import REPO
@@ -35,11 +35,11 @@ def test_every_setting_quoted_with_its_figure_is_the_courses():
 
 def test_the_bound_of_one_student_is_as_stated():
     assert _number(r"past that bound plus (\d+) s") == IOPUB_WAIT
-    assert _number(r"half the bound, at most\s+(\d+) s") == grade.STUDENT_MARGIN
+    assert _number(r"half the bound, at most\s+(\d+) s") == slot.STUDENT_MARGIN
     assert _number(r"looping exercise if longer: (\d+) s") == WALL_FACTOR * SETTINGS.seconds + 10
     stated = _number(r"so (\d+) s in all by\s+default")
-    assert stated == grade.student_bound(SETTINGS.student_seconds, SETTINGS.seconds)
-    assert _number(r"past ([\d.]+) GiB of its own memory") * 2**30 == grade.NBGRADER_OWN_MEMORY
+    assert stated == slot.student_bound(SETTINGS.student_seconds, SETTINGS.seconds)
+    assert _number(r"past ([\d.]+) GiB of its own memory") * 2**30 == slot.NBGRADER_OWN_MEMORY
 
 
 def test_what_a_submitted_notebook_may_be_is_as_stated():

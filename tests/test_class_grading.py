@@ -14,7 +14,7 @@ student must get a row: the right ones full marks, every other one 0 where it br
 reason; nobody waits on another; both runs give the same tables to the byte; the submissions are
 unchanged and nothing is left in the system's temporary folder. The bound: each student's
 nbgrader process gets `--student-seconds 30` plus the trusted grader's bound on one looping
-exercise (`--seconds 5`: 25 s; grade.student_bound), 55 s; the run as a whole is held to its test
+exercise (`--seconds 5`: 25 s; slot.student_bound), 55 s; the run as a whole is held to its test
 timeout.
 """
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_course.grading.grade import student_bound
+from attention_course.grading.slot import student_bound
 from attention_course.model.manifest import load
 from classroom import submission, write_submission, wrong_answer
 from conftest import grade_class

@@ -25,7 +25,8 @@ import psutil
 import pytest
 
 from attention_course.grading.cluster import QUIET, SETTINGS, grade_task, local_cluster, pytorch_threads
-from attention_course.grading.grade import Submission, merge
+from attention_course.grading.merge import merge
+from attention_course.grading.submission import Submission
 from attention_course.model.manifest import load
 from classroom import submission, write_submission, wrong_answer
 from conftest import REPO, copy_course, venv_env

@@ -15,8 +15,9 @@ import time
 import nbformat
 import pytest
 
-from attention_course.grading.grade import Submission, bounded, copy_submission, find_submissions
+from attention_course.grading.nbgrader_process import bounded
 from attention_course.grading.plugins.tidy import tidy
+from attention_course.grading.submission import Submission, copy_submission, find_submissions
 from attention_course.model.manifest import load
 from conftest import REPO
 

@@ -218,7 +218,7 @@ def test_a_chinese_submission_gets_chinese_feedback(graded):
 
 
 def test_the_grade_tables_are_nbgrader_export_plugins_a_teacher_can_run_alone(graded, tmp_path):
-    from attention_course.grading.grade import nbgrader
+    from attention_course.grading.nbgrader_process import nbgrader
 
     course, _, _, _ = graded
     run_only = ("seed", "confinement", "problems")  # what only `make grade` knows about its run

@@ -6,7 +6,7 @@ and `dask worker` by hand).
 One task per student, handed to the workers as they free up. The course (its files, and the
 gradebook as it is when the run starts, for the assignment's cells and the teachers' manual
 grades) is sent to every worker once; each task is sent the student's files and sends back what
-grading gave (`grade.Graded`: gradebook rows, autograded notebooks, feedback), so no file system
+grading gave (`submission.Graded`: gradebook rows, autograded notebooks, feedback), so no file system
 is shared. On the worker the student is graded as `make grade` grades them on one machine (a
 private course folder, one nbgrader process within the student's bound, the same confinement);
 a worker that cannot apply every confinement layer the teacher's machine chose grades nobody
@@ -41,7 +41,8 @@ from attention_course.model.manifest import Course, load
 
 from . import as_data, workspace
 from .coursedir import paths
-from .grade import Graded, Slot, Submission
+from .slot import Slot
+from .submission import Graded, Submission
 
 RETRIES = 1  # times a student whose worker died is graded again
 # Dask's own housekeeping, measured on two cores while both grade: its statistical profiler samples

@@ -3,7 +3,8 @@
 The grading itself is nbgrader's, with the course's plugins (nbgrader_config.py,
 `attention_course.grading.plugins`), exactly as plain `nbgrader autograde` and formgrader's button run
 it: safe reading of each notebook, tidying, confined kernels, the trusted verdict. This command
-adds only the parallelism and the report:
+adds only the parallelism and the report (this module: the command line and the run; `submission`,
+`slot`, `merge` and `cluster`: the steps below):
 1. every submission `submitted/<student>/<assignment>/` of each edition's assignment goes to one
    of `--jobs N` slots, each a private course folder with a copy of the course gradebook;
 2. its files are copied there as they are (links stay links and are refused by the exporter,
@@ -25,178 +26,26 @@ everyone else is still graded.
 from __future__ import annotations
 
 import json
-import os
-import queue
-import shutil
-import signal
-import stat
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from traitlets import List, Unicode
 from traitlets.config import Application
 
-from attention_course.confinement import confine, linux
-from attention_course.confinement.limits import kill_tree
+from attention_course.confinement import confine
 from attention_course.model.manifest import Course, load
-from attention_course.sandbox.driver import WALL_FACTOR
 
-from . import as_data, near_names, ownership, seeds, workspace
-from . import gradebook as records
+from . import as_data, ownership, seeds
 from . import settings as grading_settings
-from .coursedir import CoursePaths, paths
-from .intake import Unreadable, copy_file, link_below
+from .coursedir import paths
 from .journal import Journal, key
-from .kernel import IOPUB_WAIT
-from .settings import FAULTS, PROBLEMS
+from .merge import merge, write_tables
+from .nbgrader_process import nbgrader
+from .slot import grade_here, share_cores
+from .submission import Graded, Submission, find_submissions, submission_files
 from .workspace import choose_layers
-
-NBGRADER_OWN_MEMORY = int(1.5 * 2**30)  # nbgrader's own process (the kernels are capped by their supervisor)
-STUDENT_MARGIN = 60.0  # beyond a student's cells' bound: nbgrader's start, the trusted verdict's end, the feedback
-
-
-def student_bound(student_seconds: float, seconds: float) -> float:
-    """How long one student's nbgrader process may take: their cells' bound (which the cell that
-    stops a notebook can overrun by one wait for its output, IOPUB_WAIT), and a margin of half that
-    bound (at most STUDENT_MARGIN) or, if longer, the trusted grader's own bound on one looping
-    exercise (WALL_FACTOR x `seconds` + 10 s), which runs beside the cells: 1030 s by default."""
-    margin = max(min(STUDENT_MARGIN, student_seconds / 2), WALL_FACTOR * seconds + 10)
-    return student_seconds + IOPUB_WAIT + margin
-
-
-@dataclass
-class Submission:
-    """One student's submission of one assignment, and what was wrong with its files."""
-
-    student: str
-    assignment: str
-    problems: list[str] = field(default_factory=list)
-    faults: list[str] = field(default_factory=list)  # why it could not be graded (fully)
-    graded: bool = False
-    refused: str = ""  # the whole submission is refused (a link, not a folder): graded 0, why
-    kept: dict | None = None  # graded by an earlier run with the same files, course and settings (its journal line)
-
-
-@dataclass
-class Graded:
-    """What grading one student gave, as plain data (a Dask worker sends it back; one writer merges it)."""
-
-    sub: Submission
-    left: list[str]  # the submitted graded notebooks nbgrader did not finish: graded 0
-    rows: dict | None = None  # the student's gradebook rows (gradebook.student_rows)
-    autograded: as_data.Folder = field(default_factory=dict)
-    feedback: as_data.Folder = field(default_factory=dict)
-
-
-def nbgrader(
-    args: list[str], cwd: Path, course: Path, memory: int | None = None, timeout: float | None = None
-) -> subprocess.CompletedProcess:
-    """Run nbgrader (started by attention_course/grading/nbgrader_cli.py) in a course folder, within a time bound
-    and with its own process's memory bounded (the kernels have their own bounds); past either it
-    is stopped with everything below it, and `stderr` ends with the reason. Its log is kept in
-    `build/grading/nbgrader-<command>.log` of that folder."""
-    cli = Path(__file__).with_name("nbgrader_cli.py")
-    env = dict(
-        os.environ,
-        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        # this course's grading plugins and helpers (a copy of the course grades with its own)
-        PYTHONPATH=os.pathsep.join([str(course), str(course / "course_helpers")]),
-    )
-    linux.libc()  # loaded here, not in the child between fork and exec
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(
-            [sys.executable, str(cli), *args],
-            cwd=cwd,
-            env=env,
-            stdout=out,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-        stopped = bounded(proc, memory, timeout)
-        out.seek(0)
-        err.seek(0)
-        stderr = err.read() + (f"\nSTOPPED: {stopped}" if stopped else "")
-        stdout = out.read()
-        log = cwd / "build" / "grading" / f"nbgrader-{args[0]}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.write(f"$ nbgrader {' '.join(args)}\n{stdout}{stderr}\n")
-        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-
-
-def _die_with_parent() -> None:
-    """In the child: killed when the thread that started it goes (a Dask worker that dies)."""
-    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def bounded(proc: subprocess.Popen, memory: int | None, timeout: float | None) -> str:
-    """Wait for `proc`; past `timeout` seconds, or once its own resident memory passes `memory`,
-    kill it and everything below it. Returns why it was stopped ("" if it ended by itself)."""
-    import psutil
-
-    deadline = None if timeout is None else time.monotonic() + timeout
-    why = ""
-    while proc.poll() is None:
-        if deadline is not None and time.monotonic() > deadline:
-            why = f"it ran longer than {timeout:.0f} s"
-        elif memory:
-            try:
-                rss = psutil.Process(proc.pid).memory_info().rss
-            except psutil.Error:
-                rss = 0
-            if rss > memory:
-                why = f"nbgrader's own process used {rss / 2**30:.1f} GiB, more than {memory / 2**30:.1f} GiB"
-        if why:
-            kill_tree(proc.pid)
-            break
-        try:
-            proc.wait(0.5)
-        except subprocess.TimeoutExpired:
-            pass
-    proc.wait()
-    return why
-
-
-def copy_submission(course: Course, sub: Submission, dest: Path, take_renamed: bool = False) -> None:
-    """The files of a submission, as they are, into `dest` (the grading folder's
-    submitted/<student>/<assignment>): regular files only, read without following a link and
-    never waiting on a special file; nbgrader's exporter (attention_course.grading.intake) judges each notebook.
-    The submission itself is never touched."""
-    source = paths(course.root).of("submitted", sub.student, sub.assignment)
-    dest.mkdir(parents=True, exist_ok=True)
-    for path in sorted(source.iterdir()):
-        mode = path.lstat().st_mode
-        if path.suffix == ".ipynb" and stat.S_ISLNK(mode):
-            (dest / path.name).symlink_to(os.readlink(path))  # the exporter refuses it, unfollowed
-        elif path.suffix == ".ipynb" and not stat.S_ISREG(mode):
-            os.mkfifo(dest / path.name)  # a special file: the exporter refuses it, without waiting
-        elif stat.S_ISREG(mode):
-            try:
-                copy_file(path, dest / path.name)  # an oversized notebook stays so, for the exporter to refuse
-            except Unreadable:
-                continue  # replaced or removed meanwhile
-    names = [path.name for path in dest.iterdir()]
-    for notebook in course.graded_notebooks():
-        if (dest / f"{notebook}.ipynb").exists() or (source / f"{notebook}.ipynb").exists():
-            continue
-        found = near_names.near(notebook, names)
-        if found is None:
-            sub.problems.append(f"{notebook}.ipynb was not submitted")
-        elif take_renamed and (dest / found).is_file() and not (dest / found).is_symlink():
-            shutil.copyfile(dest / found, dest / f"{notebook}.ipynb")
-            sub.problems.append(f"{notebook}.ipynb was handed in as {found}; graded under its release name")
-        else:
-            sub.problems.append(
-                f"{notebook}.ipynb was not submitted; found {found}: rename it (or grade it with --take-renamed)"
-            )
 
 
 def ensure_assignment(course: Course, assignment: str) -> None:
@@ -220,229 +69,6 @@ def ensure_assignment(course: Course, assignment: str) -> None:
         )
         if proc.returncode != 0:
             raise SystemExit(f"nbgrader generate_assignment {assignment} failed:\n{proc.stderr[-3000:]}")
-
-
-class Slot:
-    """One of the `--jobs` places where a student is graded: a private course folder (a copy of
-    the course gradebook, which carries the teachers' manual grades into the feedback), where
-    one nbgrader process per student autogrades and writes the feedback within the student's
-    bound; then one writer (the lock) merges that student into the course, and the next one comes."""
-
-    def __init__(self, course: Course, folder: Path, overrides: dict, lock: threading.Lock):
-        self.course, self.folder, self.overrides, self.lock = course, folder, overrides, lock
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        shutil.copy(course.root / "nbgrader_config.py", folder / "nbgrader_config.py")
-        for name in (course.source, course.release):
-            (folder / name).symlink_to(course.root / name, target_is_directory=True)
-        self.paths = CoursePaths(folder)
-        with lock:
-            shutil.copy(paths(course.root).gradebook, self.paths.gradebook)
-        settings = overrides["Grading"]
-        self.bound = student_bound(settings["student_seconds"], settings["seconds"])
-        self.memory = NBGRADER_OWN_MEMORY
-
-    def run(self, sub: Submission) -> Graded:
-        """Grade one student here (nothing is merged into the course): what it gave, as data."""
-        for step in ("submitted", "autograded", "feedback"):
-            shutil.rmtree(self.paths.top(step) / sub.student, ignore_errors=True)
-        for path in (self.folder / FAULTS, self.folder / PROBLEMS):
-            path.unlink(missing_ok=True)
-        if sub.refused:
-            return Graded(sub, self.course.graded_notebooks())
-        copy_submission(
-            self.course,
-            sub,
-            self.paths.of("submitted", sub.student, sub.assignment),
-            self.overrides["Grading"].get("take_renamed", False),
-        )
-        proc = nbgrader(
-            ["grade-group", sub.assignment, sub.student, "--", json.dumps(self.overrides)],
-            self.folder,
-            self.course.root,
-            self.memory,
-            self.bound,
-        )
-        stopped = proc.stderr.rsplit("STOPPED: ", 1)[1].strip() if "STOPPED: " in proc.stderr else ""
-        self._read_records(sub)
-        left = unfinished(self.course, self.folder, sub)
-        if left:
-            why = f"grading was stopped: {stopped}" if stopped else f"nbgrader could not grade it ({_last_error(proc)})"
-            sub.faults.append(f"{', '.join(n + '.ipynb' for n in left)}: {why}; graded 0")
-        graded = Graded(sub, left)
-        from nbgrader.api import MissingEntry
-
-        autograded = self.paths.of("autograded", sub.student, sub.assignment)
-        if autograded.exists():
-            try:
-                graded.rows = records.student_rows(self.paths.gradebook, sub.assignment, sub.student)
-            except MissingEntry:
-                return graded  # nbgrader wrote no submission: everything is in `left`
-            graded.autograded = as_data.pack(autograded)
-            graded.feedback = as_data.pack(self.paths.of("feedback", sub.student, sub.assignment))
-        return graded
-
-    def grade(self, sub: Submission, merged) -> None:
-        """Grade one student here, then `merged(graded)` under the lock (the one writer)."""
-        graded = self.run(sub)
-        with self.lock:
-            merged(graded)
-        workspace.sweep()
-
-    def _read_records(self, sub: Submission) -> None:
-        for where, into in ((FAULTS, sub.faults), (PROBLEMS, sub.problems)):
-            path = self.folder / where
-            for line in path.read_text().splitlines() if path.exists() else []:
-                record = json.loads(line)
-                if record["kind"] == "problem":
-                    into.append(record["text"])
-                else:
-                    into.append(f"{record['kind']} fault in {record['notebook']}: {record['text']}")
-
-
-def unfinished(course: Course, folder: Path, sub: Submission) -> list[str]:
-    """Submitted graded notebooks whose autograded copy lacks the trusted grading summary."""
-    left, where = [], paths(folder)
-    for notebook in course.graded_notebooks():
-        if not os.path.lexists(where.of("submitted", sub.student, sub.assignment) / f"{notebook}.ipynb"):
-            continue
-        graded = where.of("autograded", sub.student, sub.assignment) / f"{notebook}.ipynb"
-        if not graded.exists() or '"grading_summary": true' not in graded.read_text(encoding="utf-8"):
-            left.append(notebook)
-    return left
-
-
-def _last_error(proc: subprocess.CompletedProcess) -> str:
-    lines = [line for line in (proc.stderr + proc.stdout).splitlines() if "ERROR" in line or "Error" in line]
-    return (lines[-1] if lines else (proc.stderr.strip().splitlines() or ["no output"])[-1])[:300]
-
-
-def merge(course: Course, graded: Graded) -> None:
-    """One writer: a graded student into the course gradebook, their autograded folder and
-    feedback home; what nbgrader did not finish (or a refused submission) gets a row of 0 with
-    the reason. A student whose confinement failed is not graded at all."""
-    sub = graded.sub
-    if any(f.startswith("confinement") for f in sub.faults):
-        return
-    home = paths(course.root)
-    if graded.rows is not None:
-        records.merge_rows(graded.rows, home.gradebook, sub.assignment, sub.student)
-        for step, data in (("autograded", graded.autograded), ("feedback", graded.feedback)):
-            dest = home.of(step, sub.student, sub.assignment)
-            shutil.rmtree(dest, ignore_errors=True)
-            if data:
-                as_data.unpack(data, dest)
-    if graded.left:
-        reason = sub.refused or "; ".join(sub.faults) or "it could not be graded"
-        records.zero_notebooks(course, home.gradebook, sub.assignment, sub.student, graded.left, reason)
-    sub.graded = True
-
-
-def write_tables(course: Course, subs: list[Submission], seed, layers: list[str]) -> None:
-    """grades.csv and grades_by_cell.csv, written by the course's nbgrader export plugins
-    (attention_course/grading/export.py) from the course gradebook. The seed and the confinement layers are those
-    of this run for the students it graded, and those of the run that graded them for a student
-    it kept (the journal's line); they reach the plugins in a run record beside the logs."""
-    record = course.root / "build" / "grading" / "run.json"
-    record.parent.mkdir(parents=True, exist_ok=True)
-    confinement = "+".join(layers) or "none"
-    record.write_text(
-        json.dumps(
-            [
-                {
-                    "student": s.student,
-                    "assignment": s.assignment,
-                    "seed": s.kept["seed"] if s.kept else seed(s),
-                    "confinement": s.kept["confinement"] if s.kept else confinement,
-                    "problems": s.kept["problems"] if s.kept else "; ".join(s.problems + s.faults),
-                }
-                for s in subs
-            ]
-        ),
-        encoding="utf-8",
-    )
-    for exporter, table in (("NotebookGrades", "grades.csv"), ("CellGrades", "grades_by_cell.csv")):
-        proc = nbgrader(
-            [
-                "export",
-                f"--exporter=attention_course.grading.export.{exporter}",
-                f"--to={course.root / table}",
-                f"--{exporter}.run_record={record}",
-            ],
-            course.root,
-            course.root,
-        )
-        if proc.returncode != 0:
-            raise SystemExit(f"nbgrader export ({exporter}) failed:\n{_last_error(proc)}")
-
-
-def find_submissions(course: Course, only: list[str]) -> list[Submission]:
-    """Every submission folder of an edition's assignment; a student folder or submission that is
-    a link (or not a folder) is refused as a whole, never followed."""
-    found = []
-    top = paths(course.root).top("submitted")
-    for edition in course.editions:
-        for folder in sorted(top.glob(f"*/{edition.assignment}")):
-            student = folder.parent.name
-            if only and student not in only:
-                continue
-            sub = Submission(student, edition.assignment)
-            link = link_below(folder / "x.ipynb", top)
-            if link is not None:
-                sub.refused = (
-                    f"{link.relative_to(top)} is a link or not a folder; links are never followed, "
-                    "so the submission was graded 0"
-                )
-                sub.problems.append(sub.refused)
-            found.append(sub)
-    return found
-
-
-def share_cores(jobs: int) -> None:
-    """Give each of the `jobs` students graded at a time its share of the cores for PyTorch's and
-    OpenMP's threads (unless the teacher set OMP_NUM_THREADS): kernels that each start a thread
-    per core fight over the cores, and OpenMP's threads spin while they wait."""
-    if "OMP_NUM_THREADS" in os.environ:
-        return
-    threads = str(max(1, len(os.sched_getaffinity(0)) // jobs))
-    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = threads
-
-
-def submission_files(course: Course, sub: Submission) -> as_data.Folder:
-    """A submission's files as data (what `copy_submission` would copy), for its digest and a Dask worker."""
-    if sub.refused:
-        return {}
-    with tempfile.TemporaryDirectory() as tmp:
-        copy_submission(course, Submission(sub.student, sub.assignment), Path(tmp) / "s")
-        return as_data.pack(Path(tmp) / "s")
-
-
-def grade_here(course: Course, subs: list[Submission], overrides: dict, jobs: int, merged) -> None:
-    """Grade `subs` on this machine, `jobs` at a time (one Slot each, taking the next student as
-    it frees up), calling `merged(graded)` under one lock as each student is done."""
-    waiting: queue.SimpleQueue[Submission] = queue.SimpleQueue()
-    for sub in subs:
-        waiting.put(sub)
-    lock = threading.Lock()
-    work = course.root / "build" / "grading" / "slots"
-
-    def slot(index: int) -> None:
-        place = Slot(course, work / f"slot{index}", overrides, lock)
-        while True:
-            try:
-                sub = waiting.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                place.grade(sub, merged)
-            except Exception as exc:  # the grader's own fault: this student only
-                sub.faults.append(f"grading failed: {exc!r}")
-
-    threads = [threading.Thread(target=slot, args=(i,), name=f"slot{i}") for i in range(jobs)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
 
 
 DESCRIPTION = __doc__.splitlines()[0]

@@ -1,0 +1,93 @@
+"""One nbgrader command in its own process (`nbgrader_cli.py`), bounded in time and in its own
+memory, with its log kept beside the course folder it ran in; and the line of its output that
+says what went wrong."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from attention_course.confinement import linux
+from attention_course.confinement.limits import kill_tree
+
+
+def nbgrader(
+    args: list[str], cwd: Path, course: Path, memory: int | None = None, timeout: float | None = None
+) -> subprocess.CompletedProcess:
+    """Run nbgrader (started by attention_course/grading/nbgrader_cli.py) in a course folder, within a time bound
+    and with its own process's memory bounded (the kernels have their own bounds); past either it
+    is stopped with everything below it, and `stderr` ends with the reason. Its log is kept in
+    `build/grading/nbgrader-<command>.log` of that folder."""
+    cli = Path(__file__).with_name("nbgrader_cli.py")
+    env = dict(
+        os.environ,
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        # this course's grading plugins and helpers (a copy of the course grades with its own)
+        PYTHONPATH=os.pathsep.join([str(course), str(course / "course_helpers")]),
+    )
+    linux.libc()  # loaded here, not in the child between fork and exec
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(
+            [sys.executable, str(cli), *args],
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        stopped = bounded(proc, memory, timeout)
+        out.seek(0)
+        err.seek(0)
+        stderr = err.read() + (f"\nSTOPPED: {stopped}" if stopped else "")
+        stdout = out.read()
+        log = cwd / "build" / "grading" / f"nbgrader-{args[0]}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(f"$ nbgrader {' '.join(args)}\n{stdout}{stderr}\n")
+        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def _die_with_parent() -> None:
+    """In the child: killed when the thread that started it goes (a Dask worker that dies)."""
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def bounded(proc: subprocess.Popen, memory: int | None, timeout: float | None) -> str:
+    """Wait for `proc`; past `timeout` seconds, or once its own resident memory passes `memory`,
+    kill it and everything below it. Returns why it was stopped ("" if it ended by itself)."""
+    import psutil
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    why = ""
+    while proc.poll() is None:
+        if deadline is not None and time.monotonic() > deadline:
+            why = f"it ran longer than {timeout:.0f} s"
+        elif memory:
+            try:
+                rss = psutil.Process(proc.pid).memory_info().rss
+            except psutil.Error:
+                rss = 0
+            if rss > memory:
+                why = f"nbgrader's own process used {rss / 2**30:.1f} GiB, more than {memory / 2**30:.1f} GiB"
+        if why:
+            kill_tree(proc.pid)
+            break
+        try:
+            proc.wait(0.5)
+        except subprocess.TimeoutExpired:
+            pass
+    proc.wait()
+    return why
+
+
+def last_error(proc: subprocess.CompletedProcess) -> str:
+    lines = [line for line in (proc.stderr + proc.stdout).splitlines() if "ERROR" in line or "Error" in line]
+    return (lines[-1] if lines else (proc.stderr.strip().splitlines() or ["no output"])[-1])[:300]

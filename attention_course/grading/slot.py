@@ -1,0 +1,164 @@
+"""Where a student is graded: a slot is a private course folder with a copy of the course
+gradebook, in which one nbgrader process grades one student within that student's bound and gives
+back what it gave as data (`submission.Graded`); `grade_here` runs `--jobs` slots on this machine,
+each taking the next student as it frees up, with one lock around the one writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import threading
+from pathlib import Path
+
+from attention_course.model.manifest import Course
+from attention_course.sandbox.driver import WALL_FACTOR
+
+from . import as_data, workspace
+from . import gradebook as records
+from .coursedir import CoursePaths, paths
+from .kernel import IOPUB_WAIT
+from .nbgrader_process import last_error, nbgrader
+from .settings import FAULTS, PROBLEMS
+from .submission import Graded, Submission, copy_submission
+
+NBGRADER_OWN_MEMORY = int(1.5 * 2**30)  # nbgrader's own process (the kernels are capped by their supervisor)
+STUDENT_MARGIN = 60.0  # beyond a student's cells' bound: nbgrader's start, the trusted verdict's end, the feedback
+
+
+def student_bound(student_seconds: float, seconds: float) -> float:
+    """How long one student's nbgrader process may take: their cells' bound (which the cell that
+    stops a notebook can overrun by one wait for its output, IOPUB_WAIT), and a margin of half that
+    bound (at most STUDENT_MARGIN) or, if longer, the trusted grader's own bound on one looping
+    exercise (WALL_FACTOR x `seconds` + 10 s), which runs beside the cells: 1030 s by default."""
+    margin = max(min(STUDENT_MARGIN, student_seconds / 2), WALL_FACTOR * seconds + 10)
+    return student_seconds + IOPUB_WAIT + margin
+
+
+class Slot:
+    """One of the `--jobs` places where a student is graded: a private course folder (a copy of
+    the course gradebook, which carries the teachers' manual grades into the feedback), where
+    one nbgrader process per student autogrades and writes the feedback within the student's
+    bound; then one writer (the lock) merges that student into the course, and the next one comes."""
+
+    def __init__(self, course: Course, folder: Path, overrides: dict, lock: threading.Lock):
+        self.course, self.folder, self.overrides, self.lock = course, folder, overrides, lock
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        shutil.copy(course.root / "nbgrader_config.py", folder / "nbgrader_config.py")
+        for name in (course.source, course.release):
+            (folder / name).symlink_to(course.root / name, target_is_directory=True)
+        self.paths = CoursePaths(folder)
+        with lock:
+            shutil.copy(paths(course.root).gradebook, self.paths.gradebook)
+        settings = overrides["Grading"]
+        self.bound = student_bound(settings["student_seconds"], settings["seconds"])
+        self.memory = NBGRADER_OWN_MEMORY
+
+    def run(self, sub: Submission) -> Graded:
+        """Grade one student here (nothing is merged into the course): what it gave, as data."""
+        for step in ("submitted", "autograded", "feedback"):
+            shutil.rmtree(self.paths.top(step) / sub.student, ignore_errors=True)
+        for path in (self.folder / FAULTS, self.folder / PROBLEMS):
+            path.unlink(missing_ok=True)
+        if sub.refused:
+            return Graded(sub, self.course.graded_notebooks())
+        copy_submission(
+            self.course,
+            sub,
+            self.paths.of("submitted", sub.student, sub.assignment),
+            self.overrides["Grading"].get("take_renamed", False),
+        )
+        proc = nbgrader(
+            ["grade-group", sub.assignment, sub.student, "--", json.dumps(self.overrides)],
+            self.folder,
+            self.course.root,
+            self.memory,
+            self.bound,
+        )
+        stopped = proc.stderr.rsplit("STOPPED: ", 1)[1].strip() if "STOPPED: " in proc.stderr else ""
+        self._read_records(sub)
+        left = unfinished(self.course, self.folder, sub)
+        if left:
+            why = f"grading was stopped: {stopped}" if stopped else f"nbgrader could not grade it ({last_error(proc)})"
+            sub.faults.append(f"{', '.join(n + '.ipynb' for n in left)}: {why}; graded 0")
+        graded = Graded(sub, left)
+        from nbgrader.api import MissingEntry
+
+        autograded = self.paths.of("autograded", sub.student, sub.assignment)
+        if autograded.exists():
+            try:
+                graded.rows = records.student_rows(self.paths.gradebook, sub.assignment, sub.student)
+            except MissingEntry:
+                return graded  # nbgrader wrote no submission: everything is in `left`
+            graded.autograded = as_data.pack(autograded)
+            graded.feedback = as_data.pack(self.paths.of("feedback", sub.student, sub.assignment))
+        return graded
+
+    def grade(self, sub: Submission, merged) -> None:
+        """Grade one student here, then `merged(graded)` under the lock (the one writer)."""
+        graded = self.run(sub)
+        with self.lock:
+            merged(graded)
+        workspace.sweep()
+
+    def _read_records(self, sub: Submission) -> None:
+        for where, into in ((FAULTS, sub.faults), (PROBLEMS, sub.problems)):
+            path = self.folder / where
+            for line in path.read_text().splitlines() if path.exists() else []:
+                record = json.loads(line)
+                if record["kind"] == "problem":
+                    into.append(record["text"])
+                else:
+                    into.append(f"{record['kind']} fault in {record['notebook']}: {record['text']}")
+
+
+def unfinished(course: Course, folder: Path, sub: Submission) -> list[str]:
+    """Submitted graded notebooks whose autograded copy lacks the trusted grading summary."""
+    left, where = [], paths(folder)
+    for notebook in course.graded_notebooks():
+        if not os.path.lexists(where.of("submitted", sub.student, sub.assignment) / f"{notebook}.ipynb"):
+            continue
+        graded = where.of("autograded", sub.student, sub.assignment) / f"{notebook}.ipynb"
+        if not graded.exists() or '"grading_summary": true' not in graded.read_text(encoding="utf-8"):
+            left.append(notebook)
+    return left
+
+
+def share_cores(jobs: int) -> None:
+    """Give each of the `jobs` students graded at a time its share of the cores for PyTorch's and
+    OpenMP's threads (unless the teacher set OMP_NUM_THREADS): kernels that each start a thread
+    per core fight over the cores, and OpenMP's threads spin while they wait."""
+    if "OMP_NUM_THREADS" in os.environ:
+        return
+    threads = str(max(1, len(os.sched_getaffinity(0)) // jobs))
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = threads
+
+
+def grade_here(course: Course, subs: list[Submission], overrides: dict, jobs: int, merged) -> None:
+    """Grade `subs` on this machine, `jobs` at a time (one Slot each, taking the next student as
+    it frees up), calling `merged(graded)` under one lock as each student is done."""
+    waiting: queue.SimpleQueue[Submission] = queue.SimpleQueue()
+    for sub in subs:
+        waiting.put(sub)
+    lock = threading.Lock()
+    work = course.root / "build" / "grading" / "slots"
+
+    def slot(index: int) -> None:
+        place = Slot(course, work / f"slot{index}", overrides, lock)
+        while True:
+            try:
+                sub = waiting.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                place.grade(sub, merged)
+            except Exception as exc:  # the grader's own fault: this student only
+                sub.faults.append(f"grading failed: {exc!r}")
+
+    threads = [threading.Thread(target=slot, args=(i,), name=f"slot{i}") for i in range(jobs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
