@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from attention_course.grading.trusted import SANDBOX_ATTEMPTS
+from attention_course.grading.sandbox_run import SANDBOX_ATTEMPTS
 from attention_course.model.manifest import load
 from classroom import submission, write_submission
 from conftest import GRADING_SEED, REPO, copy_course, venv_env

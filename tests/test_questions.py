@@ -13,7 +13,7 @@ import pytest
 
 from attention_course.authoring.edition import GRADER_ONLY, read_catalogue
 from attention_course.authoring.question_cells import question_of
-from attention_course.grading.trusted import assigned, judge_choice, judge_numeric
+from attention_course.grading.answers import assigned, judge_choice, judge_numeric
 from attention_course.model.manifest import load
 from helpers import course as student_course
 from helpers.feedback import CheckFailed
@@ -257,7 +257,7 @@ def test_every_question_has_one_cell_written_from_the_manifest(edition):
 
 @pytest.mark.parametrize("item", QUESTIONS, ids=lambda i: i.name)
 def test_the_source_notebook_answers_what_the_manifest_says(item):
-    from attention_course.grading.trusted import choice_answer
+    from attention_course.grading.answers import choice_answer
     from helpers.cells import read_notebook
 
     assert choice_answer(read_notebook(COURSE.source_notebook(item.notebook)), item) == item.answer

@@ -18,7 +18,7 @@ from attention_course.confinement import confine
 from helpers.i18n import _, using
 
 from ..kernel import IOPUB_WAIT, KERNEL_NAME, MAX_MESSAGE, ConfinedKernelSpecManager, close_everything
-from ..trusted import ConfinementFailed
+from ..sandbox_run import ConfinementFailed
 from .run import ids_of, run_of
 
 # A kernel that dies or hangs before any cell of the student's ran (a start that timed out on a busy

@@ -17,8 +17,9 @@ from helpers.i18n import using
 from .. import near_names, seeds
 from ..coursedir import course_of
 from ..intake import Unreadable, read_submission
+from ..sandbox_run import ConfinementFailed
 from ..settings import FAULTS, PROBLEMS, Grading
-from ..trusted import ConfinementFailed, Verdict, grade_student, missing
+from ..trusted import Verdict, grade_student, missing
 from ..workspace import Workspace, choose_layers, sweep
 
 

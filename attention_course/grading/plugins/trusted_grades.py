@@ -8,7 +8,8 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from helpers.i18n import _, using
 
-from ..trusted import ConfinementFailed, Verdict, test_cells
+from ..sandbox_run import ConfinementFailed
+from ..trusted import Verdict, test_cells
 from .run import Run, ids_of, run_of
 from .tidy import Note
 
