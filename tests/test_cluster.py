@@ -48,10 +48,23 @@ def write_class(root: Path) -> None:
         write_submission(root, student, submission(course, {"split_heads": answer}), "attention")
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """In the child: SIGINT back to its default. A suite started in the background (`make test &`,
+    a CI runner's shell) hands its children SIGINT ignored, and `make grade` would then never see
+    the Ctrl-C these tests send, as a teacher's terminal always delivers it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_grading(course: Path, scheduler: str, args: str, log: Path) -> subprocess.Popen:
     cmd = ["make", "grade", f"VENV={REPO / '.venv'}", "JOBS=2", f"SCHEDULER={scheduler}", f"GRADE_ARGS={args}"]
     return subprocess.Popen(
-        cmd, cwd=course, env=venv_env(), stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True
+        cmd,
+        cwd=course,
+        env=venv_env(),
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_ctrl_c_as_at_a_terminal,
     )
 
 
