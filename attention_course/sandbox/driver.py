@@ -45,12 +45,17 @@ FORBIDDEN_OPS = ("scaled_dot_product", "_native_multi_head_attention", "multi_he
 # --------------------------------------------------------------------------- framing
 
 
+def _contiguous(array: np.ndarray) -> np.ndarray:
+    """`array` in C order with its shape kept (np.ascontiguousarray turns a 0-d array into 1-d)."""
+    return np.ascontiguousarray(array).reshape(np.shape(array))
+
+
 def _send(fd: int, header: dict, arrays: dict[str, np.ndarray]) -> None:
     buffer = io.BytesIO()
     header = {**header, "arrays": list(arrays)}
     for array in arrays.values():
         part = io.BytesIO()
-        np.lib.format.write_array(part, np.ascontiguousarray(array), allow_pickle=False)
+        np.lib.format.write_array(part, _contiguous(array), allow_pickle=False)
         data = part.getvalue()
         buffer.write(struct.pack("<Q", len(data)) + data)
     head = json.dumps(header, default=str).encode()
@@ -202,7 +207,7 @@ def _shared_cases(data, index: list) -> tuple[list, dict, mmap.mmap]:
     from helpers.exercises import Case
 
     keys = [(n, name, key) for n, c in enumerate(index) for name, key in c["tensors"].items()]
-    arrays = {key: np.ascontiguousarray(data[key]) for _, _, key in keys}
+    arrays = {key: _contiguous(data[key]) for _, _, key in keys}
     total = sum(a.nbytes for a in arrays.values()) or 1
     block = mmap.mmap(-1, total)
     offsets, at = {}, 0
