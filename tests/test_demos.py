@@ -172,7 +172,18 @@ STUDENT_FACING_CALLS = {
     "passed",
 }
 STUDENT_FACING_KEYWORDS = {"label", "description", "title", "suptitle", "limit_label"}
-HELPER_MODULES = ["demos", "plots", "dk_lab", "heads_lab", "trained_heads", "positions", "text_heads", "relations_task"]
+HELPER_MODULES = [
+    "demos",
+    "scaling",
+    "earlier",
+    "plots",
+    "dk_lab",
+    "heads_lab",
+    "trained_heads",
+    "positions",
+    "text_heads",
+    "relations_task",
+]
 
 
 def _has_words(node) -> bool:

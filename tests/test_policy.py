@@ -14,7 +14,8 @@ from attention_course.model.reference import answer_source, define
 from classroom import answer_cells, submission
 from helpers import course as student_course
 from helpers.checks import forbidden_message
-from helpers.policy import check_exercise, needed_statements, refusal, violations
+from helpers.policy import check_exercise, refusal, violations
+from helpers.statements import needed_statements
 
 COURSE = load()
 FORBIDDING = [i for i in COURSE.exercises() if i.forbid_builtins]

@@ -31,7 +31,8 @@ from helpers.checks import judge
 from helpers.exercises import Case, Outcome
 from helpers.i18n import _, using
 from helpers.notebook_code import course_cell_sources, notebook_statements
-from helpers.policy import check_exercise, needed_statements, refusal
+from helpers.policy import check_exercise, refusal
+from helpers.statements import needed_statements
 
 from . import near_names
 from .answers import assigned, choice_answer, judge_choice, judge_numeric
@@ -87,7 +88,7 @@ def statements_of(
 
     Test cells and top-level actions are left out, and the course's own cells contribute only
     their definitions. For a notebook whose exercises forbid the built-ins, the sandbox runs only
-    what the notebook's exercises need (`helpers.policy.needed_statements`): exactly what the
+    what the notebook's exercises need (`helpers.statements.needed_statements`): exactly what the
     policy reads, so a scratch cell or a demo neither costs marks nor runs."""
     course_cells = course_cell_sources(read_notebook(course.source_notebook(notebook, edition)))
     submitted = read_submission(path).notebook

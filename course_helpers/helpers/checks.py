@@ -26,8 +26,9 @@ from .casefile import load_cases
 from .exercises import Case, Outcome, run_case
 from .feedback import CheckFailed, explain_error, first_difference, mistake_message, passed, preview, shape_of
 from .i18n import _, listing
-from .policy import check_exercise, refusal, session_statements
+from .policy import check_exercise, refusal
 from .questions import check_choice, check_numeric
+from .statements import session_statements
 
 RTOL = ATOL = 1e-5  # float32 results against a float64 reference
 MISTAKE_TOLERANCE = 1e-4  # how close a result must be to a known wrong answer to name it

@@ -1,21 +1,31 @@
-"""The numbers behind the lesson's demos, computed from seeded random data.
+"""The numbers behind the lesson's demos, computed from seeded random data, and the small tools
+the notebooks' demo cells call (tables, matrices, differences, toy sentences and heads).
 
-Each function returns plain rows (dicts) that a notebook prints or plots, so the same numbers
-feed tables, figures and, later, the sliders.
+Each function returns plain rows (dicts) or tensors that a notebook prints or plots. The
+notebooks reach everything through this module: the experiments of the scaling argument live in
+`scaling`, the use of a student's code from an earlier notebook in `earlier`.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 
 import torch
 
+from .earlier import load_class, load_function, pieces_from_earlier_notebooks, step  # noqa: F401 (the notebooks' names)
 from .feedback import MissingImplementation, call_student
 from .i18n import _, ljust, rjust
 from .i18n import width as text_width
 from .i18n import word as in_language
+from .scaling import (  # noqa: F401 (the notebooks' names)
+    linear_output_variance,
+    score_variance,
+    sharpness_table,
+    softmax_gradients,
+    softmax_sharpness,
+    unit_normal,
+)
 
 
 def causal(T: int) -> torch.Tensor:
@@ -23,118 +33,6 @@ def causal(T: int) -> torch.Tensor:
     for the demos of 05 and 06; notebook 07 asks you to build it yourself."""
     position = torch.arange(T)
     return position.view(T, 1) >= position.view(1, T)
-
-
-def unit_normal(*shape: int, seed: int) -> torch.Tensor:
-    """Entries with mean 0 and variance 1, reproducible from `seed`."""
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
-
-
-def score_variance(d_ks, samples: int = 20000, seed: int = 0) -> list[dict]:
-    """Measured variance of q.k for unit-variance q and k, raw and divided by sqrt(d_k)."""
-    rows = []
-    for d_k in d_ks:
-        q, k = unit_normal(2, samples, d_k, seed=seed + d_k)
-        scores = (q * k).sum(-1)  # one dot product per sample
-        rows.append({"d_k": d_k, "var_raw": scores.var().item(), "var_scaled": (scores / math.sqrt(d_k)).var().item()})
-    return rows
-
-
-def linear_output_variance(d: int = 512, samples: int = 4096, seed: int = 0) -> float:
-    """The variance of nn.Linear(d, d)'s output, default initialisation, for unit-variance input."""
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        layer = torch.nn.Linear(d, d)
-    with torch.no_grad():
-        return layer(unit_normal(samples, d, seed=seed + 1)).var().item()
-
-
-SMALL_GRADIENT = 1e-3  # below this a query's gradient counts as "almost none"
-
-
-@functools.lru_cache(maxsize=1)
-def _gradient_draw(d_k: int, n_keys: int, trials: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The queries, keys and read-out of `softmax_gradients`: drawn once for its unscaled and its
-    scaled call (at d_k = 1024 the draw is most of the time)."""
-    return (
-        unit_normal(trials, 1, d_k, seed=seed + 1),
-        unit_normal(trials, n_keys, d_k, seed=seed + 2),
-        unit_normal(trials, n_keys, seed=seed + 3),
-    )
-
-
-def softmax_gradients(d_k: int, scaled: bool, n_keys: int = 8, trials: int = 2000, seed: int = 0) -> dict:
-    """What the softmax lets flow back, query by query, at one d_k (computed by autograd).
-
-    `trials` queries, each against `n_keys` keys; q and k have independent unit-normal entries. The
-    loss is a random linear read-out of the weights. Returns the weights `(trials, n_keys)`, and per
-    query the norm of the gradient with respect to its scores (`score_grad`) and with respect to
-    the query vector itself (`query_grad`, over its d_k coordinates)."""
-    q, k, readout = _gradient_draw(d_k, n_keys, trials, seed)
-    q = q.clone().requires_grad_(True)
-    scores = (q @ k.transpose(-2, -1)).squeeze(1)
-    if scaled:
-        scores = scores / math.sqrt(d_k)
-    scores.retain_grad()
-    weights = torch.softmax(scores, dim=-1)
-    (weights * readout).sum().backward()
-    return {
-        "weights": weights.detach(),
-        "scores": scores.detach(),
-        "score_grad": scores.grad.norm(dim=-1),
-        "query_grad": q.grad.squeeze(1).norm(dim=-1),
-    }
-
-
-def softmax_sharpness(d_k: int, scaled: bool, n_keys: int = 8, trials: int = 2000, seed: int = 0) -> dict:
-    """How peaked the softmax is at one d_k, and how its gradient is spread over the queries.
-
-    The mean largest weight and entropy (bits); the gradient with respect to the scores as a mean,
-    a median and the share of queries that get less than SMALL_GRADIENT; and the same for the
-    gradient with respect to the queries (see `softmax_gradients`)."""
-    g = softmax_gradients(d_k, scaled, n_keys, trials, seed)
-    weights, score_grad, query_grad = g["weights"], g["score_grad"], g["query_grad"]
-    entropy = -(weights * torch.log2(weights.clamp_min(1e-30))).sum(-1)
-    return {
-        "d_k": d_k,
-        "scaled": scaled,
-        "max_weight": weights.max(-1).values.mean().item(),
-        "entropy_bits": entropy.mean().item(),
-        "grad_norm": score_grad.mean().item(),
-        "grad_median": score_grad.median().item(),
-        "grad_small": (score_grad < SMALL_GRADIENT).float().mean().item(),
-        "q_grad_mean": query_grad.mean().item(),
-        "q_grad_median": query_grad.median().item(),
-        "q_grad_small": (query_grad < SMALL_GRADIENT).float().mean().item(),
-        "score_std": g["scores"].std().item(),
-    }
-
-
-SHARPNESS_KEYS = (
-    "max_weight",
-    "entropy_bits",
-    "grad_norm",
-    "grad_median",
-    "grad_small",
-    "q_grad_mean",
-    "q_grad_median",
-)
-
-
-def sharpness_table(d_ks, **kwargs) -> list[dict]:
-    """`softmax_sharpness` for each d_k, unscaled and scaled, as one row per d_k."""
-    rows = []
-    for d_k in d_ks:
-        raw, scaled = softmax_sharpness(d_k, False, **kwargs), softmax_sharpness(d_k, True, **kwargs)
-        rows.append(
-            {
-                "d_k": d_k,
-                **{f"{key}_raw": raw[key] for key in SHARPNESS_KEYS},
-                **{f"{key}_scaled": scaled[key] for key in SHARPNESS_KEYS},
-            }
-        )
-    _gradient_draw.cache_clear()  # the largest draw is 64 MB: not kept once the table is made
-    return rows
 
 
 def print_table(rows: list[dict], columns: dict[str, str], digits: int = 3) -> None:
@@ -358,121 +256,6 @@ class BuiltinAttention(torch.nn.Module):
     def forward(self, query, key, value, mask=None):
         blocked = None if mask is None else ~mask  # nn.MultiheadAttention: True = blocked
         return self.inner(query, key, value, attn_mask=blocked, need_weights=True, average_attn_weights=False)
-
-
-def _definitions_of(notebook: str, name: str):
-    """`name` as defined in another notebook of the course, or None after one sentence saying why."""
-    from .notebook_code import load_definitions
-
-    try:
-        namespace, _errors = load_definitions(notebook, names=(name,))
-    except OSError:
-        print(
-            _("This cell uses your `{name}` from {notebook}, which was not found next to this notebook.").format(
-                name=name, notebook=notebook
-            )
-        )
-        return None
-    if name not in namespace:
-        print(
-            _(
-                "This cell uses your `{name}` from {notebook}, which does not define it yet: finish it in "
-                "{notebook} (and save that notebook), then run this cell again."
-            ).format(name=name, notebook=notebook)
-        )
-        return None
-    return namespace[name]
-
-
-def _unusable(name: str, notebook: str, exc: Exception) -> None:
-    """One sentence about a definition from another notebook that fails when called."""
-    if isinstance(exc, NotImplementedError):
-        print(
-            _(
-                "This cell uses your `{name}` from {notebook}, which is not implemented yet: finish it in "
-                "{notebook} (and save that notebook), then run this cell again."
-            ).format(name=name, notebook=notebook)
-        )
-    else:
-        print(
-            _(
-                "This cell uses your `{name}` from {notebook}, which raised {kind}: {text}. Its check in "
-                "{notebook} says more."
-            ).format(name=name, notebook=notebook, kind=type(exc).__name__, text=exc)
-        )
-
-
-def load_class(notebook: str, name: str, *args, probe: tuple = ()):
-    """Build `name(*args)` from the definitions of another notebook, or say in one sentence why not.
-
-    With `probe`, the new module is also called once on those inputs, so that a class whose
-    forward is not written yet is caught here rather than in a later cell.
-    """
-    cls = _definitions_of(notebook, name)
-    if cls is None:
-        return None
-    try:
-        module = cls(*args)
-        if probe:
-            module(*probe)
-        return module
-    except Exception as exc:  # a demo points back to the exercise, never shows a traceback
-        _unusable(name, notebook, exc)
-    return None
-
-
-def load_function(notebook: str, name: str, probe: tuple = ()):
-    """A function defined in another notebook (called once on `probe` when given), or None after
-    one sentence saying why it cannot be used yet."""
-    fn = _definitions_of(notebook, name)
-    if fn is None:
-        return None
-    if probe:
-        try:
-            fn(*probe)
-        except Exception as exc:  # a demo points back to the exercise, never shows a traceback
-            _unusable(name, notebook, exc)
-            return None
-    return fn
-
-
-def pieces_from_earlier_notebooks():
-    """Your split_heads (03), scaled_dot_product_attention (02) and concat_heads (04), read from
-    those notebooks' saved files and tried once on a tiny input; each one that cannot be used yet
-    is None, after one sentence saying why."""
-    tiny = torch.zeros(1, 2, 4)
-    return (
-        load_function("03_split_heads.ipynb", "split_heads", probe=(tiny, 2)),
-        load_function(
-            "02_scaled_dot_product_attention.ipynb", "scaled_dot_product_attention", probe=(tiny, tiny, tiny)
-        ),
-        load_function("04_concat_heads.ipynb", "concat_heads", probe=(tiny.view(1, 2, 2, 2),)),
-    )
-
-
-def step(label: str, name: str, fn, *args, expect: tuple, meaning: str = ""):
-    """Run one piece of a pipeline for a "try it" cell: print the shape it returns next to the shape
-    it should return, and return its result (None, after one sentence, when it cannot run)."""
-    if fn is None or any(a is None for a in args):
-        print(_("{label}: skipped ({name} or an earlier step is not ready, see above)").format(label=label, name=name))
-        return None
-    try:
-        result = call_student(name, fn, *args, then=_("run this cell again"))
-    except MissingImplementation as missing:
-        print(f"{label}: {missing}")
-        return None
-    tensor = result[0] if isinstance(result, (tuple, list)) and result else result
-    shape = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
-    right = shape == tuple(expect)
-    print(
-        f"{label}: {shape} "
-        + (
-            "✓ " + meaning
-            if right
-            else _("✗ expected {expect} {meaning}").format(expect=tuple(expect), meaning=meaning)
-        ).rstrip()
-    )
-    return result if right else None
 
 
 def max_difference(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -129,11 +129,11 @@ def load_definitions(
 ) -> tuple[dict, list[str]]:
     """Run the definitions of a saved notebook in a fresh namespace: (namespace, errors).
 
-    With `names`, only the statements those names need (`policy.needed_statements`, as the grader
+    With `names`, only the statements those names need (`statements.needed_statements`, as the grader
     takes them): another notebook's `import matplotlib.pyplot` is not run for its class."""
     statements = notebook_statements(read_notebook(path))
     if names:
-        from .policy import needed_statements
+        from .statements import needed_statements
 
         statements = needed_statements(statements, names)
     return run_statements(statements, namespace)
