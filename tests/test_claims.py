@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from attention_course.confinement import confine
+from attention_course.confinement import supervisor
 from attention_course.grading import intake, settings, slot
 from attention_course.grading.kernel import IOPUB_WAIT
 from attention_course.sandbox.driver import WALL_FACTOR
@@ -46,7 +46,7 @@ def test_what_a_submitted_notebook_may_be_is_as_stated():
     assert _number(r"at most (\d+) MiB,") * 2**20 == intake.MAX_BYTES
     assert _number(r"at most (\d+) levels deep") == intake.MAX_DEPTH
     assert _number(r"at most (\d+) cells") == intake.MAX_CELLS
-    assert _number(r"watched by the\s+supervisor every ([\d.]+) s") == confine.MEMORY_EVERY
+    assert _number(r"watched by the\s+supervisor every ([\d.]+) s") == supervisor.MEMORY_EVERY
 
 
 def test_what_happens_after_a_timeout_is_stated_as_it_is():

@@ -9,7 +9,9 @@ import json
 import pytest
 
 from attention_course.confinement import confine
-from attention_course.confinement.confine import Host, Policy, bwrap_argv
+from attention_course.confinement.bubblewrap import Host, bwrap_argv
+from attention_course.confinement.policy import PROC_COVER, Policy
+from attention_course.confinement.status import Report
 
 
 def _policy(**overrides) -> Policy:
@@ -59,7 +61,7 @@ def test_system_folders_are_bound_read_only_and_top_level_links_recreated():
     args = bwrap_argv(_policy(), 9, user=False, host=_host())
     assert ("/usr", "/usr") in _pairs(args, "--ro-bind")
     assert ("usr/lib", "/lib") in _pairs(args, "--symlink") and ("usr/bin", "/bin") in _pairs(args, "--symlink")
-    for sub in confine.PROC_COVER:
+    for sub in PROC_COVER:
         assert (f"/proc/{sub}", f"/proc/{sub}") in _pairs(args, "--ro-bind-try")
 
 
@@ -102,20 +104,20 @@ def test_a_policy_round_trips_and_an_unknown_field_is_refused():
         Policy.from_json(json.dumps(data))
 
 
-def test_the_status_names_the_last_failure_of_the_exit_code(tmp_path, monkeypatch):
-    monkeypatch.setattr(confine, "_FAILURES", [])
+def test_the_status_names_the_last_failure_of_the_exit_code(tmp_path):
+    report = Report()
     policy_path = str(tmp_path / "policy.json")
     assert confine.read_status(policy_path) is None  # nothing written: the supervisor was killed
-    confine._write_status(confine.status_path(policy_path), 3)
+    report.write(confine.status_path(policy_path), 3)
     assert confine.read_status(policy_path) == {"outcome": "exited", "layer": "", "reason": "", "exit": 3}
-    code = confine._fail("limit", "memory over 2 GiB", confine.EXIT_LIMIT)
-    confine._write_status(confine.status_path(policy_path), code)
+    code = report.fail("limit", "memory over 2 GiB", confine.EXIT_LIMIT)
+    report.write(confine.status_path(policy_path), code)
     assert confine.read_status(policy_path) == {
         "outcome": "limit",
         "layer": "limit",
         "reason": "memory over 2 GiB",
         "exit": confine.EXIT_LIMIT,
     }
-    code = confine._fail("exec", "/bin/nothing: not found", 127)
-    confine._write_status(confine.status_path(policy_path), code)
+    code = report.fail("exec", "/bin/nothing: not found", 127)
+    report.write(confine.status_path(policy_path), code)
     assert confine.read_status(policy_path)["outcome"] == "exec"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_course.confinement import confine, linux
+from attention_course.confinement import bubblewrap, linux
 from conftest import in_child
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,27 +92,28 @@ def test_scoping_itself_a_process_can_no_longer_signal_its_parent():
     assert in_child(attempt) == {"scoped": True, "after": "refused"}
 
 
-def test_the_inner_stage_archive_holds_confine_and_linux_as_they_are():
+def test_the_inner_stage_archive_holds_its_modules_as_they_are():
     import io
     import zipfile
 
-    archive = zipfile.ZipFile(io.BytesIO(confine._inner_archive()))
-    assert sorted(archive.namelist()) == ["__main__.py", "confine.py", "linux.py"]
-    for name in ("confine.py", "linux.py"):
-        assert archive.read(name) == (REPO / "attention_course" / "confinement" / name).read_bytes()
-    assert confine._inner_archive() == confine._inner_archive()  # reproducible: no time stamps
+    archive = zipfile.ZipFile(io.BytesIO(bubblewrap.inner_archive()))
+    package = "attention_course/confinement/"
+    assert sorted(archive.namelist()) == sorted(
+        ["__main__.py", "attention_course/__init__.py", package + "__init__.py"]
+        + [package + name for name in ("inner.py", "linux.py", "policy.py")]
+    )
+    for name in ("inner.py", "linux.py", "policy.py"):
+        assert archive.read(package + name) == (REPO / package / name).read_bytes()
+    assert bubblewrap.inner_archive() == bubblewrap.inner_archive()  # reproducible: no time stamps
 
 
 def test_the_inner_stage_archive_runs_as_a_script(tmp_path):
-    """Python runs the archive as bubblewrap's inner stage does (`-I -S`, no site): `confine`
-    then finds `linux` in the archive, not beside it on disk."""
+    """Python runs the archive as bubblewrap's inner stage does (`-I -S`, no site): the inner
+    stage then finds `policy` and `linux` in the archive, not on disk."""
     archive = tmp_path / "inner.pyz"
-    archive.write_bytes(confine._inner_archive())
+    archive.write_bytes(bubblewrap.inner_archive())
     code = subprocess.run([sys.executable, "-I", "-S", str(archive)], capture_output=True, text=True, timeout=60)
-    assert (code.returncode, code.stderr) == (
-        2,
-        "usage: confine.py run --policy POLICY.json -- ARGV... | confine.py probe\n",
-    )
+    assert (code.returncode, code.stderr) == (2, "usage: the inner stage of confine.py: --inner CONFIG\n")
 
 
 def test_only_linux_py_spells_the_calls():

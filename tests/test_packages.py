@@ -74,3 +74,16 @@ def test_a_wrong_import_is_found_even_inside_a_function(tmp_path):
         "def f():\n    from attention_course.grading.grade import main\n    from classroom import submission\n"
     )
     assert course_imports("confinement", tmp_path) == {"confinement/policy.py": {"grading", "classroom"}}
+
+
+MAX_LINES = 400  # a module a maintainer reads in one sitting
+
+
+def test_no_module_of_the_course_or_its_helpers_is_over_400_lines():
+    modules = [*(REPO / PACKAGE).rglob("*.py"), *(REPO / "course_helpers" / "helpers").rglob("*.py")]
+    long = {
+        p.relative_to(REPO).as_posix(): n
+        for p in modules
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}, f"split these by job: {long}"

@@ -14,7 +14,8 @@ import tempfile
 
 import pytest
 
-from attention_course.confinement import confine, linux, seccomp_filter
+from attention_course.confinement import linux, seccomp_filter
+from attention_course.confinement.inner import seccomp_install
 from conftest import in_child
 
 
@@ -24,7 +25,7 @@ def _in_filtered_child(program: bytes, attempts) -> dict:
 
     def filtered():
         linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-        confine.seccomp_install(program, "landlock")
+        seccomp_install(program, "landlock")
         return attempts()
 
     return in_child(filtered)

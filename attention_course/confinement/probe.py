@@ -1,0 +1,87 @@
+"""Which confinement layers work on this machine, proved by running ``python -c "import sys"``
+confined with each; cached for the life of the process, so a grading run probes once.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+
+from . import linux
+from .bubblewrap import bwrap_path
+from .launch import run
+from .policy import BWRAP, LAYERS, Policy, default_read_paths
+
+_PROBE_CACHE: dict = {}
+
+
+def _try(python: str, layers: list[str]) -> str | None:
+    """None when `python` starts confined with `layers`, else why not."""
+    with tempfile.TemporaryDirectory(prefix="confine-probe-") as d:
+        os.chmod(d, 0o755)
+        policy = Policy(
+            read=default_read_paths(python), write=[d], cwd=d, env={"PATH": "/usr/bin:/bin", "HOME": d}, layers=layers
+        )
+        try:
+            r = run(policy, [python, "-c", "import sys"], timeout=120)
+        except subprocess.TimeoutExpired:
+            return f"{'+'.join(layers)}: python -c 'import sys' timed out confined"
+        if r.returncode == 0:
+            return None
+        status = getattr(r, "status", None) or {}
+        if status.get("reason"):
+            return f"{status['layer']}: {status['reason']}"
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        return (lines[-1] if lines else "") or f"{'+'.join(layers)}: exit status {r.returncode}"
+
+
+def probe(python: str = sys.executable, layers=LAYERS) -> dict[str, str | None]:
+    """For each layer: None when it works here (proved by running ``python -c "import sys"``
+    confined with only that layer), else one sentence why not. When "user" works only together
+    with bwrap (the interpreter lives under a directory the sandbox user cannot search), "user"
+    is None and the extra key "user without bwrap" says why it does not work alone."""
+    key = (python, tuple(layers))
+    if key in _PROBE_CACHE:
+        return dict(_PROBE_CACHE[key])
+    result: dict[str, str | None] = {}
+    for layer in layers:
+        if layer == "landlock":
+            result[layer] = linux.landlock_reason(linux.landlock_abi()) or _try(python, ["landlock"])
+        elif layer == "bwrap":
+            if not os.access(bwrap_path(), os.X_OK):
+                result[layer] = f"bubblewrap: {BWRAP} not found (apt-get install bubblewrap)"
+            else:
+                result[layer] = _try(python, ["bwrap"])
+        elif layer == "user":
+            if os.geteuid() != 0:
+                result[layer] = "user: only when grading runs as root"
+                continue
+            alone = _try(python, ["user"])
+            if alone is None:
+                result[layer] = None
+                continue
+            with_bwrap = _try(python, ["bwrap", "user"]) if os.access(bwrap_path(), os.X_OK) else "no bwrap"
+            if with_bwrap is None:
+                result[layer] = None
+                result["user without bwrap"] = f"user: works here only together with bwrap ({alone})"
+            else:
+                result[layer] = alone
+        else:
+            result[layer] = f"{layer}: unknown layer"
+    _PROBE_CACHE[key] = result
+    return dict(result)
+
+
+def usable(layers, python: str = sys.executable) -> str | None:
+    """None when this set of layers works here, else why not (uses the cached probe)."""
+    found = probe(python)
+    for layer in layers:
+        if layer not in found:
+            return f"{layer}: unknown layer"
+        if found[layer]:
+            return found[layer]
+    if "user" in layers and "bwrap" not in layers and found.get("user without bwrap"):
+        return found["user without bwrap"]
+    return None
