@@ -12,7 +12,7 @@ from attention_course.model.manifest import Course
 from . import as_data
 from . import gradebook as records
 from .coursedir import paths
-from .nbgrader_process import last_error, nbgrader
+from .nbgrader_process import nbgrader
 from .submission import Graded, Submission
 
 
@@ -72,4 +72,4 @@ def write_tables(course: Course, subs: list[Submission], seed, layers: list[str]
             course.root,
         )
         if proc.returncode != 0:
-            raise SystemExit(f"nbgrader export ({exporter}) failed:\n{last_error(proc)}")
+            raise SystemExit(f"nbgrader export ({exporter}) failed:\n{proc.last_error()}")

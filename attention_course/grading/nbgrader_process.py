@@ -1,6 +1,6 @@
 """One nbgrader command in its own process (`nbgrader_cli.py`), bounded in time and in its own
-memory, with its log kept beside the course folder it ran in; and the line of its output that
-says what went wrong."""
+memory, with its log kept beside the course folder it ran in; what it gives back (`Ended`) says
+why it was stopped, if it was, and which line of its output says what went wrong."""
 
 from __future__ import annotations
 
@@ -10,18 +10,35 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from attention_course.confinement import linux
 from attention_course.confinement.limits import kill_tree
 
 
+@dataclass
+class Ended:
+    """How one nbgrader process ended."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    stopped: str = ""  # why it was stopped from outside ("" when it ended by itself)
+
+    def last_error(self) -> str:
+        """The line of its output that says what went wrong (the last error, else the last line)."""
+        lines = [line for line in (self.stderr + self.stdout).splitlines() if "ERROR" in line or "Error" in line]
+        return (lines[-1] if lines else (self.stderr.strip().splitlines() or ["no output"])[-1])[:300]
+
+
 def nbgrader(
     args: list[str], cwd: Path, course: Path, memory: int | None = None, timeout: float | None = None
-) -> subprocess.CompletedProcess:
+) -> Ended:
     """Run nbgrader (started by attention_course/grading/nbgrader_cli.py) in a course folder, within a time bound
     and with its own process's memory bounded (the kernels have their own bounds); past either it
-    is stopped with everything below it, and `stderr` ends with the reason. Its log is kept in
+    is stopped with everything below it, and `Ended.stopped` says why. Its log is kept in
     `build/grading/nbgrader-<command>.log` of that folder."""
     cli = Path(__file__).with_name("nbgrader_cli.py")
     env = dict(
@@ -46,13 +63,13 @@ def nbgrader(
         stopped = bounded(proc, memory, timeout)
         out.seek(0)
         err.seek(0)
-        stderr = err.read() + (f"\nSTOPPED: {stopped}" if stopped else "")
-        stdout = out.read()
+        stderr, stdout = err.read(), out.read()
         log = cwd / "build" / "grading" / f"nbgrader-{args[0]}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a", encoding="utf-8") as handle:
-            handle.write(f"$ nbgrader {' '.join(args)}\n{stdout}{stderr}\n")
-        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+            said = f"\nstopped: {stopped}" if stopped else ""
+            handle.write(f"$ nbgrader {' '.join(args)}\n{stdout}{stderr}{said}\n")
+        return Ended(proc.args, proc.returncode, stdout, stderr, stopped)
 
 
 def _die_with_parent() -> None:
@@ -86,8 +103,3 @@ def bounded(proc: subprocess.Popen, memory: int | None, timeout: float | None) -
             pass
     proc.wait()
     return why
-
-
-def last_error(proc: subprocess.CompletedProcess) -> str:
-    lines = [line for line in (proc.stderr + proc.stdout).splitlines() if "ERROR" in line or "Error" in line]
-    return (lines[-1] if lines else (proc.stderr.strip().splitlines() or ["no output"])[-1])[:300]

@@ -19,8 +19,8 @@ from . import as_data, workspace
 from . import gradebook as records
 from .coursedir import CoursePaths, paths
 from .kernel import IOPUB_WAIT
-from .nbgrader_process import last_error, nbgrader
-from .settings import FAULTS, PROBLEMS
+from .nbgrader_process import nbgrader
+from .result import StudentResult
 from .submission import Graded, Submission, copy_submission
 
 NBGRADER_OWN_MEMORY = int(1.5 * 2**30)  # nbgrader's own process (the kernels are capped by their supervisor)
@@ -60,8 +60,7 @@ class Slot:
         """Grade one student here (nothing is merged into the course): what it gave, as data."""
         for step in ("submitted", "autograded", "feedback"):
             shutil.rmtree(self.paths.top(step) / sub.student, ignore_errors=True)
-        for path in (self.folder / FAULTS, self.folder / PROBLEMS):
-            path.unlink(missing_ok=True)
+        StudentResult.forget(self.folder, sub.student, sub.assignment)
         if sub.refused:
             return Graded(sub, self.course.graded_notebooks())
         copy_submission(
@@ -77,11 +76,16 @@ class Slot:
             self.memory,
             self.bound,
         )
-        stopped = proc.stderr.rsplit("STOPPED: ", 1)[1].strip() if "STOPPED: " in proc.stderr else ""
-        self._read_records(sub)
-        left = unfinished(self.course, self.folder, sub)
+        result = StudentResult.load(self.folder, sub.student, sub.assignment)
+        sub.faults += result.fault_lines()
+        sub.problems += result.problem_lines()
+        left = unfinished(self.course, self.folder, sub, result)
         if left:
-            why = f"grading was stopped: {stopped}" if stopped else f"nbgrader could not grade it ({last_error(proc)})"
+            why = (
+                f"grading was stopped: {proc.stopped}"
+                if proc.stopped
+                else f"nbgrader could not grade it ({proc.last_error()})"
+            )
             sub.faults.append(f"{', '.join(n + '.ipynb' for n in left)}: {why}; graded 0")
         graded = Graded(sub, left)
         from nbgrader.api import MissingEntry
@@ -103,37 +107,28 @@ class Slot:
             merged(graded)
         workspace.sweep()
 
-    def _read_records(self, sub: Submission) -> None:
-        for where, into in ((FAULTS, sub.faults), (PROBLEMS, sub.problems)):
-            path = self.folder / where
-            for line in path.read_text().splitlines() if path.exists() else []:
-                record = json.loads(line)
-                if record["kind"] == "problem":
-                    into.append(record["text"])
-                else:
-                    into.append(f"{record['kind']} fault in {record['notebook']}: {record['text']}")
 
-
-def unfinished(course: Course, folder: Path, sub: Submission) -> list[str]:
-    """Submitted graded notebooks whose autograded copy lacks the trusted grading summary."""
+def unfinished(course: Course, folder: Path, sub: Submission, result: StudentResult) -> list[str]:
+    """Submitted graded notebooks that did not get their trusted verdict, or whose autograded copy
+    nbgrader did not write."""
     left, where = [], paths(folder)
     for notebook in course.graded_notebooks():
         if not os.path.lexists(where.of("submitted", sub.student, sub.assignment) / f"{notebook}.ipynb"):
             continue
         graded = where.of("autograded", sub.student, sub.assignment) / f"{notebook}.ipynb"
-        if not graded.exists() or '"grading_summary": true' not in graded.read_text(encoding="utf-8"):
+        if notebook not in result.finished or not graded.exists():
             left.append(notebook)
     return left
 
 
-def share_cores(jobs: int) -> None:
-    """Give each of the `jobs` students graded at a time its share of the cores for PyTorch's and
-    OpenMP's threads (unless the teacher set OMP_NUM_THREADS): kernels that each start a thread
-    per core fight over the cores, and OpenMP's threads spin while they wait."""
+def cores_share(jobs: int) -> int:
+    """Each of the `jobs` students graded at a time gets its share of the cores for PyTorch's and
+    OpenMP's threads (`Grading.threads`): kernels that each start a thread per core fight over the
+    cores, and OpenMP's threads spin while they wait. 0 when the teacher set OMP_NUM_THREADS: theirs
+    is kept."""
     if "OMP_NUM_THREADS" in os.environ:
-        return
-    threads = str(max(1, len(os.sched_getaffinity(0)) // jobs))
-    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = threads
+        return 0
+    return max(1, len(os.sched_getaffinity(0)) // jobs)
 
 
 def grade_here(course: Course, subs: list[Submission], overrides: dict, jobs: int, merged) -> None:

@@ -4,7 +4,6 @@ submission's ids and release notebook that every extension point looks up."""
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import os
 from pathlib import Path
 
@@ -17,8 +16,9 @@ from helpers.i18n import using
 from .. import near_names, seeds
 from ..coursedir import course_of
 from ..intake import Unreadable, read_submission
+from ..result import StudentResult
 from ..sandbox_run import ConfinementFailed
-from ..settings import FAULTS, PROBLEMS, Grading
+from ..settings import Grading
 from ..trusted import Verdict, grade_student, missing
 from ..workspace import Workspace, choose_layers, sweep
 
@@ -45,6 +45,7 @@ class Run:
         self.timed_out: set[tuple[str, str]] = set()  # students whose code ran out of time in a cell
         self.jobs: dict[tuple[str, str], concurrent.futures.Future] = {}  # the trusted job of each student
         self.spent: dict[tuple[str, str], float] = {}  # seconds of a student's cells run so far
+        self.results: dict[tuple[str, str], StudentResult] = {}  # what this process found, per student
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="trusted")
         sweep()
 
@@ -131,20 +132,30 @@ class Run:
     def language(self, assignment: str) -> str:
         return self.course.language(assignment)
 
+    def result(self, student: str, assignment: str) -> StudentResult:
+        """The record this process keeps of a student (see result.py)."""
+        key = (student, assignment)
+        if key not in self.results:
+            self.results[key] = StudentResult(student, assignment)
+        return self.results[key]
+
     def problem(self, student: str, assignment: str, notebook: str, text: str) -> None:
         """Something wrong with a submission's files (reported; the student is still graded)."""
-        self.fault(student, assignment, notebook, "problem", text, PROBLEMS)
+        record = self.result(student, assignment)
+        record.problems.append({"notebook": notebook, "text": text})
+        record.save(self.root)
 
-    def fault(self, student: str, assignment: str, notebook: str, kind: str, text: str, where=FAULTS) -> None:
-        path = self.root / where
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(
-                json.dumps(
-                    {"student": student, "assignment": assignment, "notebook": notebook, "kind": kind, "text": text}
-                )
-                + "\n"
-            )
+    def fault(self, student: str, assignment: str, notebook: str, kind: str, text: str) -> None:
+        """A notebook the grader could not grade fully, and why (the grader's fault, not the student's)."""
+        record = self.result(student, assignment)
+        record.faults.append({"kind": kind, "notebook": notebook, "text": text})
+        record.save(self.root)
+
+    def verdict_saved(self, student: str, assignment: str, notebook: str) -> None:
+        """The trusted verdict on `notebook` is in the gradebook and its summary in the notebook."""
+        record = self.result(student, assignment)
+        record.finished.append(notebook)
+        record.save(self.root)
 
     def finished(self, student: str, assignment: str, notebook: str) -> None:
         """After the last graded notebook the student submitted, their workspace goes (once the

@@ -36,6 +36,7 @@ class TrustedGrades(NbGraderPreprocessor):
                 run.fault(student, assignment, notebook, "grader", f"{verdict.cell.grade_id}: {verdict.reason}")
         notes = run.tidied.pop((student, assignment, notebook), []) + run.near_named(student, assignment)
         _summarise(nb, verdicts, run.seed_for(assignment), run.language(assignment), run.layers, notes)
+        run.verdict_saved(student, assignment, notebook)
         run.finished(student, assignment, notebook)
         return nb, resources
 
