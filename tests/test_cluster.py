@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from attention_course.grading.cluster import QUIET, SETTINGS, grade_task, local_cluster, pytorch_threads
+from attention_course.grading.cluster import QUIET, SETTINGS, grade_task, host_threads, local_cluster
 from attention_course.grading.merge import merge
 from attention_course.grading.submission import Submission
 from attention_course.model.manifest import load
@@ -280,13 +280,11 @@ def test_an_existing_clusters_worker_gets_its_hosts_share_of_threads_unless_it_c
     here = {socket.gethostname(): 3}
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.setenv(name, "1")  # what Dask's nanny gives every worker
-    pytorch_threads(here)
-    assert (os.environ["OMP_NUM_THREADS"], os.environ["MKL_NUM_THREADS"]) == ("3", "3")
+    assert host_threads(here) == 3
+    assert host_threads({"another-host": 3}) == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "5")  # the worker's own setting
-    pytorch_threads({socket.gethostname(): 2})
-    assert os.environ["OMP_NUM_THREADS"] == "5"
-    pytorch_threads(None)  # a local cluster: make grade shared the cores before it started
-    assert os.environ["OMP_NUM_THREADS"] == "5"
+    assert host_threads({socket.gethostname(): 2}) == 0  # kept: the kernels get the worker's 5
+    assert os.environ["OMP_NUM_THREADS"] == "5"  # and nothing is written into the environment
 
 
 # Simulated hosts: a bridge in this namespace, and one network namespace per host behind it.

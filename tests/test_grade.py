@@ -172,3 +172,25 @@ def test_an_nbgrader_process_takes_named_layers_without_probing_and_probes_only_
     assert probed == []  # the run probed once already; the supervisor refuses what it cannot apply
     assert workspace.choose_layers(Grading(layers=["auto"]), probed=False)[0] == ["bwrap"]
     assert len(probed) == 1
+
+
+def test_each_students_kernels_get_their_share_of_the_cores_through_the_settings(monkeypatch):
+    """`make grade` gives each student graded at a time its share of the cores as a setting
+    (`Grading.threads`), which reaches the kernel's and the sandbox's environment; nothing is
+    written into the grader's own environment. A teacher's OMP_NUM_THREADS is kept."""
+    from attention_course.grading import slot
+    from attention_course.grading.workspace import Workspace
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    assert slot.cores_share(1) == cores and slot.cores_share(4 * cores) == 1
+    assert "OMP_NUM_THREADS" not in os.environ
+    workspace = Workspace("ada", "attention")
+    try:
+        assert workspace.env(3)["OMP_NUM_THREADS"] == workspace.env(3)["MKL_NUM_THREADS"] == "3"
+        assert "OMP_NUM_THREADS" not in workspace.env(0)
+        monkeypatch.setenv("OMP_NUM_THREADS", "5")  # the teacher's
+        assert slot.cores_share(2) == 0 and workspace.env(0)["OMP_NUM_THREADS"] == "5"
+    finally:
+        workspace.remove()

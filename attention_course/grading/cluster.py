@@ -101,20 +101,19 @@ def _course_here(bundle: bytes, gradebook: bytes, digest: str) -> Course:
     return load(root)
 
 
-def pytorch_threads(threads: dict[str, int] | None) -> None:
+def host_threads(threads: dict[str, int]) -> int:
     """In a worker of an existing cluster: PyTorch's and OpenMP's threads for the students graded
     here, this host's share (`threads_per_host`). Dask's nanny starts every worker with
     OMP_NUM_THREADS=1 (its `distributed.nanny.pre-spawn-environ`) unless the worker's environment
-    had it: a value other than the nanny's is the worker's own choice, and is kept."""
-    if not threads:
-        return
+    had it: a value other than the nanny's is the worker's own choice, and is kept (0: as the
+    environment says)."""
     import dask
 
     nanny = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         if name in os.environ and (nanny.get(name) is None or os.environ[name] != str(nanny[name])):
-            return
-    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads.get(socket.gethostname(), 1))
+            return 0
+    return threads.get(socket.gethostname(), 1)
 
 
 def grade_task(
@@ -129,7 +128,8 @@ def grade_task(
                 f"confinement: the worker on {socket.gethostname()} cannot apply {'+'.join(layers)} ({why}); not graded"
             )
             return Graded(sub, [])
-    pytorch_threads(threads)
+    if threads:  # an existing cluster: this host's share; a local one has make grade's already
+        overrides = {**overrides, "Grading": {**overrides["Grading"], "threads": host_threads(threads)}}
     course = _course_here(bundle, gradebook, digest)
     inbox = paths(course.root).of("submitted", sub.student, sub.assignment)
     shutil.rmtree(inbox, ignore_errors=True)

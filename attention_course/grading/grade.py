@@ -43,7 +43,7 @@ from .coursedir import paths
 from .journal import Journal, key
 from .merge import merge, write_tables
 from .nbgrader_process import nbgrader
-from .slot import grade_here, share_cores
+from .slot import cores_share, grade_here
 from .submission import Graded, Submission, find_submissions, submission_files
 from .workspace import choose_layers
 
@@ -238,7 +238,7 @@ def _grade(app: GradeApp) -> int:
             )
 
     jobs = max(1, min(settings.jobs, len(todo) or 1))
-    share_cores(jobs)
+    overrides["Grading"]["threads"] = cores_share(jobs)  # after the digests: JOBS does not change a grade
     try:
         if settings.scheduler and todo:
             grade_class(course, todo, overrides, settings.scheduler, jobs, lambda sub: files[id(sub)], merged)

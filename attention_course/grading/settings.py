@@ -17,8 +17,6 @@ from traitlets.config import Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
 CONFIG_FILE = "nbgrader_config.py"
-FAULTS = Path("build") / "grading" / "faults.jsonl"  # where the plugins record a student they could not grade
-PROBLEMS = Path("build") / "grading" / "problems.jsonl"  # what was wrong with a submission's files
 
 
 class Grading(Configurable):
@@ -41,6 +39,11 @@ class Grading(Configurable):
         900.0,
         help="Bound on one student's whole grading (all their notebooks' cells); once it is spent, "
         "what did not run is graded 0 with the reason and grading goes on with the next student.",
+    ).tag(config=True)
+    threads = Integer(
+        0,
+        help="PyTorch's and OpenMP's threads in each kernel and sandbox; 0 leaves them to the "
+        "environment (OMP_NUM_THREADS). `make grade` sets it to each student's share of the cores.",
     ).tag(config=True)
     layers = List(
         Unicode(),

@@ -133,8 +133,9 @@ class Workspace:
         for path in [self.inbox, *self.inbox.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
 
-    def env(self) -> dict[str, str]:
-        """The whole environment of code running in this workspace: no PYTHONPATH, no grader secrets."""
+    def env(self, threads: int = 0) -> dict[str, str]:
+        """The whole environment of code running in this workspace: no PYTHONPATH, no grader secrets;
+        `threads` for PyTorch and OpenMP (0: as this process's environment says)."""
         env = {k: str(v) for k, v in self._homes().items()}
         env.update(
             PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
@@ -147,7 +148,9 @@ class Workspace:
             VIRTUAL_ENV=sys.prefix,
         )
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            if name in os.environ:
+            if threads:
+                env[name] = str(threads)
+            elif name in os.environ:
                 env[name] = os.environ[name]
         return env
 
@@ -158,7 +161,7 @@ class Workspace:
             read=confine.default_read_paths(sys.executable) + ([str(self.inbox)] if sandbox else []),
             write=[str(self.root)],
             cwd=str(self.folder),
-            env=self.env(),
+            env=self.env(settings.threads),
             layers=list(layers),
             max_processes=settings.max_processes,
             max_file_bytes=settings.max_file_mib * 2**20,
