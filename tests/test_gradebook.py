@@ -14,12 +14,12 @@ from attention_course.grading.gradebook import grades, merge_rows, student_rows
 A, NB = "attention", "02_sdpa"
 
 
-@functools.cache
 def merge_student(source_db, course_db, assignment: str, student: str) -> None:
     """What `make grade`'s one writer does with one student of a slot's gradebook."""
     merge_rows(student_rows(source_db, assignment, student), course_db, assignment, student)
 
 
+@functools.cache
 def _blank() -> bytes:
     """An empty gradebook, made by nbgrader once (each new one asks the `alembic` command)."""
     with tempfile.TemporaryDirectory() as tmp:

@@ -19,15 +19,6 @@ def reference(name: str):
     return solution_of(COURSE, COURSE.item(name))
 
 
-def notebook_path(name: str):
-    """The source notebook that holds an exercise."""
-    return COURSE.source_notebook(COURSE.item(name).notebook)
-
-
-needs_03 = pytest.mark.skipif(not notebook_path("split_heads").exists(), reason="notebook 03 not written yet")
-needs_05 = pytest.mark.skipif(not notebook_path("MultiHeadAttention").exists(), reason="notebook 05 not written yet")
-
-
 def test_divisors_are_the_only_head_counts():
     assert divisors(12) == [1, 2, 3, 4, 6, 12]
     with pytest.raises(ValueError, match="choose one of"):
@@ -36,7 +27,6 @@ def test_divisors_are_the_only_head_counts():
         heads_numbers(4, 16, split_heads=lambda x, h: x)  # only d_model = 12 was trained
 
 
-@needs_03
 def test_each_head_gets_a_contiguous_slice_and_the_parameter_count_never_changes():
     counts = set()
     for h in divisors(12):
@@ -48,10 +38,7 @@ def test_each_head_gets_a_contiguous_slice_and_the_parameter_count_never_changes
     assert counts == {4 * (12 * 12 + 12)}
 
 
-@needs_05
 def test_the_student_module_gives_the_same_maps_as_split_heads():
-    if not notebook_path("split_heads").exists():
-        pytest.skip("notebook 03 not written yet")
     for h in (1, 3, 12):
         by_module = heads_numbers(h, 12, mha_class=reference("MultiHeadAttention"))
         by_split = heads_numbers(h, 12, split_heads=reference("split_heads"))
@@ -70,7 +57,6 @@ def test_too_few_heads_miss_a_relation_and_too_narrow_heads_lose_accuracy():
     assert max(acc[12]) < 0.8 and sum(acc[12]) < sum(acc[3]) - 1, acc[12]  # d_head = 1: all fall
 
 
-@needs_03
 def test_three_heads_take_one_relation_each_on_the_probe():
     n = heads_numbers(3, 12, split_heads=reference("split_heads"))
     assert sorted(n.shares.argmax(-1).tolist()) == [0, 1, 2]
