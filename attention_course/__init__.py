@@ -12,5 +12,5 @@ package `helpers`, in course_helpers/, which students install alone).
 - `confinement`: running untrusted code confined (standard library and libseccomp only).
 
 Dependencies go one way: authoring -> model; grading -> model, sandbox, confinement; model and
-sandbox -> helpers (tests/test_packages.py checks it).
+sandbox -> helpers (tests/course/test_packages.py checks it).
 """

@@ -14,7 +14,7 @@ Two families:
 - `escapes(...)`: attempts to get out of the confinement (read the instructor's files and other
   students', import the grader, change course files, signal or trace the grader, read its
   memory, reach the network, outlive grading, exhaust the machine, forge the sandbox's report).
-  They run under each confinement layer (tests/test_attacks.py). Kernel-side attempts print a
+  They run under each confinement layer (tests/e2e/test_attacks.py). Kernel-side attempts print a
   line `ESCAPE <name>: <what happened>`; `ESCAPED` in it means the attempt worked.
 """
 

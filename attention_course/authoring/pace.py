@@ -7,7 +7,7 @@ row at a time), code (each cell run and its output looked at, and each line read
 before its first `## Optional` section and between its optional sections. docs/pace.md says how
 the rates were chosen and how to check them against a timed read-through.
 
-The notebooks' headers, the start page and the READMEs quote these counts; tests/test_pace.py
+The notebooks' headers, the start page and the READMEs quote these counts; tests/unit/authoring/test_pace.py
 holds them to it. Run `python -m attention_course.authoring.pace` for the table, and with
 `--write` to put the counted times into the English headers, the start page and both READMEs
 (translate the changed cells afterwards, as for any English change).

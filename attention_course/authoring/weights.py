@@ -6,7 +6,7 @@
 Seeded, on one thread, in float32; a few minutes under `nice`. Writes `helpers/data/heads_lab.npz`,
 `helpers/data/text_model.npz` and `helpers/data/weights.json`: the digest of each file's arrays,
 the digest of the code and text that made them, and the first losses of each run, which
-`tests/test_stored_weights.py` retrains and compares.
+`tests/unit/authoring/test_stored_weights.py` retrains and compares.
 
     python -m attention_course.authoring.weights
 """

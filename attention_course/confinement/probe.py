@@ -85,3 +85,23 @@ def usable(layers, python: str = sys.executable) -> str | None:
     if "user" in layers and "bwrap" not in layers and found.get("user without bwrap"):
         return found["user without bwrap"]
     return None
+
+
+def choose_layers(asked: list[str], probed: bool = True) -> tuple[list[str], dict[str, str | None]]:
+    """The layers to apply for `asked` (the grading setting: layer names, "auto" = every layer
+    that works here, "none" = none) and the probe.
+
+    With `probed=False`, layers named explicitly are taken without probing the machine (an
+    nbgrader process that `make grade` or a Dask worker started: they probed once for the run,
+    and the supervisor refuses a layer it cannot apply); only "auto" probes."""
+    if asked == ["none"]:  # `make grade --unconfined` on a machine without any layer
+        return [], {} if not probed else probe(sys.executable)
+    if not probed and "auto" not in asked:
+        return list(asked), {}
+    found = probe(sys.executable)
+    if "auto" in asked:
+        return [layer for layer in LAYERS if found.get(layer) is None], found
+    missing = [f"{layer}: {found.get(layer)}" for layer in asked if found.get(layer) is not None]
+    if missing:
+        raise RuntimeError("Confinement layers asked for but not available here: " + "; ".join(missing))
+    return list(asked), found

@@ -12,8 +12,9 @@ import os
 import sys
 from pathlib import Path
 
+from attention_course.confinement.probe import choose_layers
+
 from . import settings as grading_settings
-from .workspace import choose_layers
 
 NEEDS = {
     "landlock": "Linux 5.13 or newer with Landlock in the LSM list (6.7 for the TCP rules, 6.12 for scoping); no root",
@@ -26,7 +27,7 @@ def report(root: Path) -> tuple[list[str], int]:
     """The lines to print and the exit status for the course at `root`."""
     settings = grading_settings.load(root)
     try:
-        layers, found = choose_layers(settings)
+        layers, found = choose_layers(settings.layers)
     except RuntimeError as exc:  # layers asked for in nbgrader_config.py that this machine lacks
         return [str(exc), "Grading would refuse: change c.Grading.layers or install what is missing."], 2
     lines = [f"Grading as {'root' if os.geteuid() == 0 else 'uid ' + str(os.geteuid())}, with {sys.executable}"]

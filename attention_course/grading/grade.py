@@ -35,6 +35,7 @@ from traitlets import List, Unicode
 from traitlets.config import Application
 
 from attention_course.confinement import confine
+from attention_course.confinement.probe import choose_layers
 from attention_course.model.manifest import Course, load
 
 from . import as_data, ownership, seeds
@@ -45,7 +46,6 @@ from .merge import merge, write_tables
 from .nbgrader_process import nbgrader
 from .slot import cores_share, grade_here
 from .submission import Graded, Submission, find_submissions, submission_files
-from .workspace import choose_layers
 
 
 def ensure_assignment(course: Course, assignment: str) -> None:
@@ -150,7 +150,7 @@ def _grade(app: GradeApp) -> int:
     course = load(root)
     settings = app.settings()
     try:
-        layers, probe = choose_layers(settings)
+        layers, probe = choose_layers(settings.layers)
     except RuntimeError as exc:
         print(exc)
         return 2

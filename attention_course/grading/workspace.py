@@ -178,22 +178,3 @@ class Workspace:
         if self.account is not None:
             accounts.sweep(self.account.uid)  # nothing of this student's outlives the lease
             self.account.release()
-
-
-def choose_layers(settings: Grading, probed: bool = True) -> tuple[list[str], dict[str, str | None]]:
-    """The layers to apply (settings.layers, "auto" = every layer that works here) and the probe.
-
-    With `probed=False`, layers named explicitly are taken without probing the machine (an
-    nbgrader process that `make grade` or a Dask worker started: they probed once for the run,
-    and the supervisor refuses a layer it cannot apply); only "auto" probes."""
-    if settings.layers == ["none"]:  # `make grade --unconfined` on a machine without any layer
-        return [], {} if not probed else confine.probe(sys.executable)
-    if not probed and "auto" not in settings.layers:
-        return list(settings.layers), {}
-    found = confine.probe(sys.executable)
-    if settings.layers == ["auto"] or "auto" in settings.layers:
-        return [layer for layer in confine.LAYERS if found.get(layer) is None], found
-    missing = [f"{layer}: {found.get(layer)}" for layer in settings.layers if found.get(layer) is not None]
-    if missing:
-        raise RuntimeError("Confinement layers asked for but not available here: " + "; ".join(missing))
-    return list(settings.layers), found

@@ -34,7 +34,7 @@ RTOL = ATOL = 1e-5  # float32 results against a float64 reference
 MISTAKE_TOLERANCE = 1e-4  # how close a result must be to a known wrong answer to name it
 
 # Mistakes that the checks name from the way a call fails, for any exercise whose manifest entry
-# gives them a sentence (tests/test_manifest.py checks every exercise they apply to has one).
+# gives them a sentence (tests/unit/model/test_manifest.py checks every exercise they apply to has one).
 RAISING_MISTAKES = ("no_value_error", "assert_instead", "message_without_numbers")
 OVERFLOW_MISTAKE = "naive_softmax"
 

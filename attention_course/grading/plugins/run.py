@@ -10,6 +10,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.coursedir import CourseDirectory
 
+from attention_course.confinement.probe import choose_layers
 from attention_course.model.manifest import Course
 from helpers.i18n import using
 
@@ -20,7 +21,7 @@ from ..result import StudentResult
 from ..sandbox_run import ConfinementFailed
 from ..settings import Grading
 from ..trusted import Verdict, grade_student, missing
-from ..workspace import Workspace, choose_layers, sweep
+from ..workspace import Workspace, sweep
 
 
 class Run:
@@ -32,7 +33,7 @@ class Run:
         self.course: Course = course_of(self.coursedir)
         self.settings = Grading(config=config)
         self.seed = self.settings.seed  # None: each assignment's seed kept with the course (seeds.py)
-        self.layers, self.probe = choose_layers(self.settings, probed=False)
+        self.layers, self.probe = choose_layers(self.settings.layers, probed=False)
         if not self.layers and not self.settings.unconfined:
             raise ConfinementFailed(
                 "no confinement layer works on this machine: "

@@ -1,4 +1,4 @@
-"""Reading definitions out of notebooks (the policy on forbidden built-ins: tests/test_policy.py)."""
+"""Reading definitions out of notebooks (the policy on forbidden built-ins: tests/unit/helpers/test_policy.py)."""
 
 from __future__ import annotations
 

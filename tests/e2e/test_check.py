@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from attention_course.confinement import confine
+from attention_course.confinement import probe as probing
 from attention_course.grading import check
 from conftest import REPO, describe, run
 
@@ -16,7 +17,7 @@ def _course(tmp_path, settings: str = ""):
 
 
 def _fake_probe(monkeypatch, found):
-    monkeypatch.setattr(confine, "probe", lambda python=None, layers=confine.LAYERS: dict(found))
+    monkeypatch.setattr(probing, "probe", lambda python=None, layers=confine.LAYERS: dict(found))
 
 
 def test_every_layer_is_listed_with_its_needs_and_what_is_missing(tmp_path, monkeypatch):

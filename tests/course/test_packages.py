@@ -87,3 +87,13 @@ def test_no_module_of_the_course_or_its_helpers_is_over_400_lines():
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}, f"split these by job: {long}"
+
+
+def test_the_tests_mirror_the_packages():
+    tests = REPO / "tests"
+    units = sorted(p.name for p in (tests / "unit").iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert units == sorted([*ALLOWED, "helpers"]), "tests/unit/ has one folder per package"
+    assert all(any((tests / "unit" / unit).glob("test_*.py")) for unit in units)
+    loose = sorted(p.name for p in tests.glob("test_*.py"))
+    assert loose == [], "a test file belongs in tests/unit/<package>/, tests/course/ or tests/e2e/"
+    assert {p.parent.relative_to(tests).parts[0] for p in tests.rglob("test_*.py")} == {"unit", "course", "e2e"}

@@ -68,7 +68,7 @@ def _guide_commit() -> tuple[set[str], set[str], int, int]:
     guide = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
     paragraph = guide[guide.index("**An exercise's commit**") :].split("\n\n")[0]
     by_hand, generated = paragraph.split("`make outputs` writes", 1)
-    generated = generated.split("`tests/test_recipe.py`")[0]
+    generated = generated.split("`tests/e2e/test_recipe.py`")[0]
 
     def named(text: str) -> set[str]:
         return {p.replace("<notebook>", NOTEBOOK) for p in re.findall(r"`([\w./<>-]+\.\w+)`", text)}

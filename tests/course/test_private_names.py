@@ -22,7 +22,7 @@ import pytest
 import attention_course
 import helpers
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # "module:object.attribute" -> why the course uses it
 PRIVATE = {
     "nbclient.client:NotebookClient._async_handle_timeout": "a cell interrupted at its time limit",

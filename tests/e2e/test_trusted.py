@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from attention_course.confinement.probe import choose_layers
 from attention_course.grading import workspace as workspaces
 from attention_course.grading.settings import Grading
 from attention_course.grading.trusted import grade_student
@@ -34,7 +35,7 @@ def grade(course, student: str, answer: str, seconds: float = 30.0, tamper=None,
     assignment = course.editions[0].assignment
     folder = write_submission(course.root, student, submission(course, {"split_heads": answer}, NOTEBOOKS), assignment)
     settings = Grading(seconds=seconds, layers=["auto"])
-    layers, _ = workspaces.choose_layers(settings)
+    layers, _ = choose_layers(settings.layers)
     workspace = workspaces.Workspace(student, assignment)
     workspace.fill(folder)
     if tamper:

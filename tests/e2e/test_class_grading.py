@@ -54,7 +54,7 @@ SILENT = {
 }
 
 INJECTED = """
-# Injected by tests/test_class_grading.py into the grader's own process:
+# Injected by tests/e2e/test_class_grading.py into the grader's own process:
 # - on "stuck", garbage collection meets a zmq context whose socket is still open (term() waits
 #   for ever), inside the trusted grades step;
 # - on "unlucky", the trusted grader fails to judge split_heads.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import attention_course
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_design_lists_every_package_and_no_other():

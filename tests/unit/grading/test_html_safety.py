@@ -4,7 +4,7 @@
 render a hostile notebook with nbconvert's HTMLExporter and nbgrader's own templates (formgrade,
 feedback), configured from the course's nbgrader_config.py (so they fail if the configuration
 loses a piece), and check that nothing active is left while tables, plots, math and nbgrader's
-own page chrome are kept. tests/test_html_safety_browser.py opens such pages in Chromium.
+own page chrome are kept. tests/e2e/test_html_safety_browser.py opens such pages in Chromium.
 """
 
 from __future__ import annotations

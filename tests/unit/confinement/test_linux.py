@@ -15,7 +15,7 @@ import pytest
 from attention_course.confinement import bubblewrap, linux
 from conftest import in_child
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 ABI = linux.landlock_abi()
 needs_landlock = pytest.mark.skipif(
     ABI < 1 and not os.environ.get("CI"), reason=linux.landlock_reason(ABI) or "Landlock works"

@@ -161,16 +161,15 @@ def test_tidy_leaves_an_untouched_notebook_alone():
 
 
 def test_an_nbgrader_process_takes_named_layers_without_probing_and_probes_only_for_auto(monkeypatch):
-    from attention_course.confinement import confine
-    from attention_course.grading import workspace
-    from attention_course.grading.settings import Grading
+    from attention_course.confinement import probe
+    from attention_course.confinement.probe import choose_layers
 
     probed = []
     found = {"bwrap": None, "landlock": "not here", "user": "not root"}
-    monkeypatch.setattr(confine, "probe", lambda python: probed.append(python) or found)
-    assert workspace.choose_layers(Grading(layers=["bwrap", "user"]), probed=False) == (["bwrap", "user"], {})
+    monkeypatch.setattr(probe, "probe", lambda python: probed.append(python) or found)
+    assert choose_layers(["bwrap", "user"], probed=False) == (["bwrap", "user"], {})
     assert probed == []  # the run probed once already; the supervisor refuses what it cannot apply
-    assert workspace.choose_layers(Grading(layers=["auto"]), probed=False)[0] == ["bwrap"]
+    assert choose_layers(["auto"], probed=False)[0] == ["bwrap"]
     assert len(probed) == 1
 
 

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow
 NOTEBOOK = "03_split_heads"
 STUDENTS = ("control", "tidy", "linked", "hog", "flood")
 SETTINGS = """
-# tests/test_one_grading_path.py: the same settings whichever way grading starts
+# tests/e2e/test_one_grading_path.py: the same settings whichever way grading starts
 c.Grading.seed = 4242
 c.Grading.seconds = 20
 c.Grading.cell_timeout = 20

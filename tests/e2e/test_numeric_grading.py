@@ -6,7 +6,7 @@ edition) answers each with its known wrong answer nearest the right value but ou
 tolerance, and must lose that cell's points with the reasoning in Chinese; `numeric_right` (the
 English edition) answers each with a right value written in another form (a string, a fraction,
 arithmetic), and must keep them. Every other cell of those notebooks holds the reference answer
-and keeps its points. (The full mutation suite, tests/test_grader.py, grades every known wrong
+and keeps its points. (The full mutation suite, tests/e2e/test_grader.py, grades every known wrong
 answer and every alternative of the manifest.)
 """
 

@@ -1,6 +1,6 @@
 """The pure parts of the confinement, on any laptop in milliseconds (no bubblewrap, Landlock or root
 needed): the bubblewrap command line for a described host, the policy file, the supervisor's
-status. What the layers really stop is tests/test_confine.py's and the attack suite's."""
+status. What the layers really stop is tests/e2e/test_confine.py's and the attack suite's."""
 
 from __future__ import annotations
 
