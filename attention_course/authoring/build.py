@@ -35,11 +35,8 @@ def build(course: Course | None = None) -> None:
     write_student_view(course, helpers / "course.json")
     from helpers import course as student_course
 
-    student_course.install(course.student_view())
-    try:
+    with student_course.viewing(course.student_view()):
         cases = check_cases(course)
-    finally:
-        student_course.install(None)
     save_cases(cases, helpers / "check_cases.npz")
     counts = {item.name: sum(c.exercise == item.name for c in cases) for item in course.exercises()}
     print(f"Wrote {helpers / 'course.json'} and {helpers / 'check_cases.npz'}: visible cases {counts}")

@@ -37,7 +37,7 @@ from collections import Counter
 from pathlib import Path
 
 from attention_course.confinement import confine
-from attention_course.model.manifest import Course, load
+from attention_course.model.manifest import Course
 
 from . import as_data, workspace
 from .coursedir import paths
@@ -56,7 +56,6 @@ QUIET = {
     "distributed.admin.tick.interval": "1s",
     "distributed.worker.memory.monitor-interval": "1s",
 }
-_HERE: dict[str, Path] = {}  # in a worker process: course digest -> its unpacked copy
 
 
 def _keep(course: Course):
@@ -87,18 +86,12 @@ def course_digest(bundle: bytes) -> str:
 
 
 def _course_here(bundle: bytes, gradebook: bytes, digest: str) -> Course:
-    """The course, unpacked once in this worker's own temporary folder."""
-    root = _HERE.get(digest)
-    if root is None or not root.exists():
-        root = workspace.base() / f"course-{digest[:16]}"
-        shutil.rmtree(root, ignore_errors=True)
-        as_data.untar(bundle, root)
-        db = paths(root).gradebook
-        if root not in db.resolve().parents:
-            raise RuntimeError(f"the course's gradebook ({db}) must be inside the course folder to grade on Dask")
-        db.write_bytes(gradebook)
-        _HERE[digest] = root
-    return load(root)
+    """The course on this worker (its CourseCopies plugin)."""
+    from distributed import get_worker
+
+    from .course_copies import PLUGIN
+
+    return get_worker().plugins[PLUGIN].course(bundle, gradebook, digest)
 
 
 def host_threads(threads: dict[str, int]) -> int:
@@ -134,9 +127,9 @@ def grade_task(
     inbox = paths(course.root).of("submitted", sub.student, sub.assignment)
     shutil.rmtree(inbox, ignore_errors=True)
     as_data.unpack(files, inbox)
-    folder = workspace.base() / f"slot-{uuid.uuid4().hex[:12]}"
+    folder = workspace.new_base()
     try:
-        return Slot(course, folder, overrides, threading.Lock()).run(sub)
+        return Slot(course, folder / "slot", overrides, threading.Lock()).run(sub)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(inbox.parent, ignore_errors=True)
@@ -235,6 +228,9 @@ def _grade_on(client, course, subs, overrides, threads, shipped, files, merged, 
     bundle, gradebook, digest, start = shipped
     workers = client.scheduler_info(n_workers=-1)["workers"]
     retries = client.run_on_scheduler(_allowed_failures)
+    from .course_copies import PLUGIN, CourseCopies
+
+    client.register_plugin(CourseCopies(), name=PLUGIN)
     shared = client.scatter([bundle, gradebook], broadcast=True, hash=False)
     say(
         f"Dask: {len(workers)} worker(s) at {client.scheduler.address}, ready in {time.monotonic() - start:.1f} s "

@@ -21,7 +21,7 @@ import torch
 import attention_course.sandbox.driver
 from attention_course.confinement import confine
 from attention_course.confinement.limits import kill_tree, watch
-from attention_course.model.manifest import Course
+from attention_course.model.manifest import Course, write_student_view
 from attention_course.sandbox.driver import WALL_FACTOR, read_frames
 from helpers.casefile import save_cases
 from helpers.cells import read_notebook
@@ -98,6 +98,8 @@ def run_sandbox(
         "preload": list(course_modules(course, edition)),
     }
     (inbox / "request.json").write_text(json.dumps(request))
+    # the sandbox's helpers (the inbox's copy) read the course being graded, not the installed one
+    write_student_view(course, inbox / "helpers" / "data" / "course.json")
     workspace.hand_over()
     policy_path = str(workspace.root.parent / f"{workspace.root.name}.sandbox-policy.json")
     program = [sys.executable, "-I", "-", str(inbox), str(work)]

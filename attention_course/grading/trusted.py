@@ -197,12 +197,8 @@ def grade_student(
     so nbgrader can take a notebook's grades while the sandbox is still busy with later ones.
     Raises ConfinementFailed when the sandbox could not be confined (the caller reports the
     student and grades nothing for them)."""
-    student_course.install(course.student_view())
-    try:
-        with using(course.edition(edition).language):
-            return _grade_student(course, paths, seed, settings, layers, workspace, edition, publish, submitted)
-    finally:
-        student_course.install(None)
+    with student_course.viewing(course.student_view()), using(course.edition(edition).language):
+        return _grade_student(course, paths, seed, settings, layers, workspace, edition, publish, submitted)
 
 
 def _grade_student(

@@ -9,7 +9,6 @@ else is writable, and the folder is deleted when the student is graded.
 
 from __future__ import annotations
 
-import atexit
 import glob
 import os
 import re
@@ -23,25 +22,16 @@ from attention_course.confinement import accounts, confine, linux
 from .intake import Unreadable, read_bytes
 from .settings import Grading
 
-_base: Path | None = None
 PREFIX = "attention-grading-"
 
 
-def base() -> Path:
-    """This process's folder of workspaces, `attention-grading-<pid>-*` in the system's temporary
-    folder (created once, 0711). It goes when the process exits (`remove_all`, at exit); the
-    folder of a process that was killed goes at the next `sweep`."""
-    global _base
-    if _base is None or not _base.exists():
-        _base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
-        _base.chmod(0o711)
-        atexit.register(remove_all)
-    return _base
-
-
-def remove_all() -> None:
-    if _base is not None:
-        shutil.rmtree(_base, ignore_errors=True)
+def new_base() -> Path:
+    """A new folder for workspaces, `attention-grading-<pid>-*` in the system's temporary folder
+    (0711). Its owner removes it (a grading run, when it ends); one whose process was killed goes
+    at the next `sweep`."""
+    base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+    base.chmod(0o711)
+    return base
 
 
 def sweep() -> list[Path]:
@@ -79,12 +69,12 @@ def installed_helpers() -> Path:
 class Workspace:
     """One student's private folder for one assignment."""
 
-    def __init__(self, student: str, assignment: str, own_account: bool = False):
+    def __init__(self, student: str, assignment: str, base: Path, own_account: bool = False):
         self.student, self.assignment = student, assignment
         # With the `user` layer, an account of the student's own while they are graded
         # (attention_course.confinement.accounts): their process limit is theirs alone.
         self.account = accounts.lease() if own_account else None
-        self.root = base() / f"{_safe(student)}-{_safe(assignment)}"
+        self.root = Path(base) / f"{_safe(student)}-{_safe(assignment)}"
         self.folder = self.root / assignment  # the notebooks and helpers, as in the student's JupyterLab
         self.runtime = self.root / "runtime"  # the kernel's connection file and sockets
         self.sandbox = self.root / "sandbox"  # the trusted sandbox's scratch (the student's output)

@@ -8,19 +8,27 @@ points) with its answer and the reason for each option. It holds no solution.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import json
 from pathlib import Path
 
 COURSE_FILE = Path(__file__).parent / "data" / "course.json"
-_installed: dict | None = None
+# The view `viewing` chose, in this context only (the grader judges in a thread of its own; a new
+# thread starts without it and reads course.json).
+_VIEW: contextvars.ContextVar[dict | None] = contextvars.ContextVar("course_view", default=None)
 
 
-def install(view: dict | None) -> None:
-    """Use `view` (a manifest's student view) instead of course.json; None goes back to the file.
-    The grader installs the view of the course it grades."""
-    global _installed
-    _installed = view
+@contextlib.contextmanager
+def viewing(view: dict):
+    """Inside the block, use `view` (a manifest's student view) instead of course.json: the
+    grader and the build judge with the view of the course they work on."""
+    token = _VIEW.set(view)
+    try:
+        yield
+    finally:
+        _VIEW.reset(token)
 
 
 @functools.cache
@@ -29,7 +37,8 @@ def _read(path: str) -> dict:
 
 
 def _view(path: Path = COURSE_FILE) -> dict:
-    return _installed if _installed is not None else _read(str(path))
+    view = _VIEW.get()
+    return view if view is not None else _read(str(path))
 
 
 def items(path: Path = COURSE_FILE) -> dict[str, dict]:

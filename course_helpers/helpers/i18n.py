@@ -11,15 +11,17 @@ language per submission with `using(...)`.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import gettext
-import threading
 import unicodedata
 from pathlib import Path
 
 DOMAIN = "course"
 LOCALE_DIR = Path(__file__).parent / "data" / "locale"
-_local = threading.local()  # the language `using` chose, per thread (the grader judges in a thread)
+# The language `using` chose, in this context only (the grader judges in a thread of its own; a
+# new thread starts without one).
+_LANGUAGE: contextvars.ContextVar[str | None] = contextvars.ContextVar("language", default=None)
 
 
 def edition_language(folder: Path | None = None) -> str:
@@ -32,18 +34,18 @@ def edition_language(folder: Path | None = None) -> str:
 
 
 def language() -> str:
-    stack = getattr(_local, "stack", None)
-    return stack[-1] if stack else edition_language()
+    chosen = _LANGUAGE.get()
+    return chosen if chosen is not None else edition_language()
 
 
 @contextlib.contextmanager
 def using(lang: str):
     """Speak `lang` inside the block (the grader judges each submission in its own language)."""
-    _local.stack = [*getattr(_local, "stack", []), lang]
+    token = _LANGUAGE.set(lang)
     try:
         yield
     finally:
-        _local.stack = _local.stack[:-1]
+        _LANGUAGE.reset(token)
 
 
 @functools.cache

@@ -11,6 +11,7 @@ what is handed over must be what the run returns.
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -36,7 +37,8 @@ def grade(course, student: str, answer: str, seconds: float = 30.0, tamper=None,
     folder = write_submission(course.root, student, submission(course, {"split_heads": answer}, NOTEBOOKS), assignment)
     settings = Grading(seconds=seconds, layers=["auto"])
     layers, _ = choose_layers(settings.layers)
-    workspace = workspaces.Workspace(student, assignment)
+    base = workspaces.new_base()
+    workspace = workspaces.Workspace(student, assignment, base)
     workspace.fill(folder)
     if tamper:
         tamper(workspace)
@@ -44,7 +46,7 @@ def grade(course, student: str, answer: str, seconds: float = 30.0, tamper=None,
         paths = {name: folder / f"{name}.ipynb" for name in NOTEBOOKS}
         return grade_student(course, paths, 1, settings, layers, workspace, "en", publish)
     finally:
-        workspaces.remove_all()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def split_heads_verdict(result):

@@ -37,7 +37,7 @@ class ConfinedExecute(Execute):
     channel breaks, the rest of the notebook is not run."""
 
     def preprocess(self, nb, resources):
-        run = run_of(self.config)
+        run = run_of(self)
         student, assignment, notebook = ids_of(resources)
         run.start_trusted(student, assignment)
         self._workspace = run.workspace(student, assignment)

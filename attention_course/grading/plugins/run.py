@@ -1,10 +1,13 @@
-"""What one nbgrader process shares between the notebooks it grades (`run_of`), and the
-submission's ids and release notebook that every extension point looks up."""
+"""What one nbgrader conversion (an autograde of one or more students) shares between the notebooks
+it grades (`run_of`: kept by the conversion's exporter), and the submission's ids and release
+notebook that every extension point looks up."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import os
+import shutil
+import weakref
 from pathlib import Path
 
 import nbformat
@@ -21,11 +24,12 @@ from ..result import StudentResult
 from ..sandbox_run import ConfinementFailed
 from ..settings import Grading
 from ..trusted import Verdict, grade_student, missing
-from ..workspace import Workspace, sweep
+from ..workspace import Workspace, new_base, sweep
 
 
 class Run:
-    """What one nbgrader process shares between notebooks: settings, seed, layers, workspaces."""
+    """What one nbgrader conversion shares between notebooks: settings, seed, layers, workspaces
+    (in a folder of its own, removed with the Run), the trusted jobs and the students' records."""
 
     def __init__(self, config):
         self.coursedir = CourseDirectory(config=config)
@@ -49,12 +53,15 @@ class Run:
         self.results: dict[tuple[str, str], StudentResult] = {}  # what this process found, per student
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="trusted")
         sweep()
+        self.base = new_base()
+        # when the Run goes (its conversion ended) or the process exits: its thread and its folder
+        self.close = weakref.finalize(self, _close, self.pool, self.base)
 
     def workspace(self, student: str, assignment: str) -> Workspace:
         key = (student, assignment)
         if key not in self.workspaces:
             own = "user" in self.layers and os.geteuid() == 0
-            workspace = Workspace(student, assignment, own_account=own)
+            workspace = Workspace(student, assignment, self.base, own_account=own)
             workspace.fill(self.submitted(student, assignment))
             self.workspaces[key] = workspace
         return self.workspaces[key]
@@ -173,17 +180,25 @@ class Run:
                 workspace.remove()
 
 
-_runs: dict[int, Run] = {}
+def _close(pool: concurrent.futures.ThreadPoolExecutor, base: Path) -> None:
+    pool.shutdown(wait=False)
+    shutil.rmtree(base, ignore_errors=True)
 
 
-def run_of(config) -> Run:
-    key = id(config)
-    if key not in _runs:
-        for old in _runs.values():  # a new nbgrader app (formgrader makes one per press)
-            old.pool.shutdown(wait=True)
-        _runs.clear()
-        _runs[key] = Run(config)
-    return _runs[key]
+def run_of(plugin) -> Run:
+    """The Run of the conversion `plugin` (an extension point) works in. nbgrader builds each
+    preprocessor with the conversion's exporter as its parent, and the course's exporter
+    (`SubmittedNotebookExporter`) keeps the Run: a new conversion (formgrader makes one per
+    press, the command line one per run) gets a new Run, and nothing outlives its conversion."""
+    exporter = plugin.parent
+    if not hasattr(exporter, "grading_run"):
+        raise RuntimeError(
+            f"{type(plugin).__name__} works only under the course's exporter (nbgrader_config.py: "
+            "c.Autograde.exporter_class = SubmittedNotebookExporter)"
+        )
+    if exporter.grading_run is None:
+        exporter.grading_run = Run(exporter.config)
+    return exporter.grading_run
 
 
 def ids_of(resources) -> tuple[str, str, str]:

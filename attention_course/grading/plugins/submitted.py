@@ -18,7 +18,10 @@ class SubmittedNotebookExporter(NotebookExporter):
     special file, an oversized, non-UTF-8, too deeply nested or malformed notebook is never
     followed or parsed further; the released notebook, unanswered, stands in for it, with the
     reason in its metadata, so the student gets a row of 0 with the reason and nobody else is
-    touched."""
+    touched. It also keeps the conversion's grading run (`run.run_of`), which every extension
+    point of the conversion shares."""
+
+    grading_run = None  # made by the first extension point that asks (run.run_of)
 
     def from_filename(self, filename, resources=None, **kw):
         resources = resources if resources is not None else ResourcesDict()

@@ -31,7 +31,7 @@ class TidySubmission(NbGraderPreprocessor):
     notebook's grading summary (its feedback)."""
 
     def preprocess(self, nb, resources):
-        run = run_of(self.config)
+        run = run_of(self)
         student, assignment, notebook = ids_of(resources)
         notes = tidy(nb, release_notebook(run.coursedir, assignment, notebook), f"{notebook}.ipynb")
         for note in notes:

@@ -18,7 +18,7 @@ class TrustedGrades(NbGraderPreprocessor):
     """The trusted verdict decides every test cell's automatic score."""
 
     def preprocess(self, nb, resources):
-        run = run_of(self.config)
+        run = run_of(self)
         student, assignment, notebook = ids_of(resources)
         cells = test_cells(run.course, notebook)
         if not cells:

@@ -173,7 +173,7 @@ def test_an_nbgrader_process_takes_named_layers_without_probing_and_probes_only_
     assert len(probed) == 1
 
 
-def test_each_students_kernels_get_their_share_of_the_cores_through_the_settings(monkeypatch):
+def test_each_students_kernels_get_their_share_of_the_cores_through_the_settings(monkeypatch, tmp_path):
     """`make grade` gives each student graded at a time its share of the cores as a setting
     (`Grading.threads`), which reaches the kernel's and the sandbox's environment; nothing is
     written into the grader's own environment. A teacher's OMP_NUM_THREADS is kept."""
@@ -185,7 +185,7 @@ def test_each_students_kernels_get_their_share_of_the_cores_through_the_settings
     cores = len(os.sched_getaffinity(0))
     assert slot.cores_share(1) == cores and slot.cores_share(4 * cores) == 1
     assert "OMP_NUM_THREADS" not in os.environ
-    workspace = Workspace("ada", "attention")
+    workspace = Workspace("ada", "attention", tmp_path)
     try:
         assert workspace.env(3)["OMP_NUM_THREADS"] == workspace.env(3)["MKL_NUM_THREADS"] == "3"
         assert "OMP_NUM_THREADS" not in workspace.env(0)

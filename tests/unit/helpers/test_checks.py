@@ -28,8 +28,7 @@ def failure(name, obj) -> str:
 
 def hidden_failure(item, obj) -> str:
     """The first failing hidden case (drawn like the grader draws them), or ''."""
-    student_course.install(COURSE.student_view())
-    try:
+    with student_course.viewing(COURSE.student_view()):
         views = {i["name"]: i for i in COURSE.student_view()["items"]}
         for case in all_cases(COURSE, seed=99):
             if case.exercise == item.name and case.hidden:
@@ -38,8 +37,6 @@ def hidden_failure(item, obj) -> str:
                 message = judge(case, run_quietly(obj, case))
                 if message:
                     return message
-    finally:
-        student_course.install(None)
     return ""
 
 
@@ -190,11 +187,8 @@ def test_a_case_of_parameters_only_describes_them_and_judges_a_right_mask():
 
     case = _mask_case()
     assert case.describe_inputs() == "T=3"
-    student_course.install(COURSE.student_view())
-    try:
+    with student_course.viewing(COURSE.student_view()):
         assert judge(case, run_quietly(lambda T: torch.ones(T, T, dtype=torch.bool).tril(), case)) == ""
-    finally:
-        student_course.install(None)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
@@ -202,11 +196,8 @@ def test_a_mask_of_numbers_is_told_to_be_boolean(dtype):
     import torch
 
     case = _mask_case()
-    student_course.install(COURSE.student_view())
-    try:
+    with student_course.viewing(COURSE.student_view()):
         wrong = judge(case, run_quietly(lambda T: torch.ones(T, T, dtype=getattr(torch, dtype)).tril(), case))
-    finally:
-        student_course.install(None)
     assert wrong == f"For T=3, the result should be a boolean tensor (True or False in each entry); it is {dtype}."
 
 
@@ -214,11 +205,8 @@ def test_a_wrong_boolean_mask_shows_its_row_as_true_and_false():
     import torch
 
     case = _mask_case()
-    student_course.install(COURSE.student_view())
-    try:
+    with student_course.viewing(COURSE.student_view()):
         wrong = judge(case, run_quietly(lambda T: torch.ones(T, T, dtype=torch.bool).triu(), case))
-    finally:
-        student_course.install(None)
     assert "at index [0]" in wrong
     assert "expected [True, False, False]" in wrong and "received [True, True, True]" in wrong
 

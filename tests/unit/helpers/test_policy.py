@@ -243,9 +243,8 @@ def test_the_grader_reads_right_answers_with_helper_and_scratch_cells_as_right(t
 
 @pytest.fixture
 def installed():
-    student_course.install(COURSE.student_view())
-    yield
-    student_course.install(None)
+    with student_course.viewing(COURSE.student_view()):
+        yield
 
 
 WRONG_WAYS = [

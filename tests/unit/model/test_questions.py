@@ -28,9 +28,8 @@ OTHER_LANGUAGES = [e.language for e in COURSE.editions if e.language != "en"]
 
 @pytest.fixture(autouse=True)
 def _student_view():
-    student_course.install(COURSE.student_view())
-    yield
-    student_course.install(None)
+    with student_course.viewing(COURSE.student_view()):
+        yield
 
 
 def _said(capsys, call) -> str:
