@@ -45,15 +45,30 @@ def kill(processes: list[psutil.Process]) -> None:
 
 
 def kill_tree(pid: int) -> None:
-    """Kill a process and everything it started."""
+    """Kill a process (the leader of its own session or group) and everything it started.
+
+    The tree is listed before anything dies: a killed parent's children move to another parent
+    and are no longer found below it (a child in a session of its own escaped that way). Each
+    listed process is stopped, so that none starts another meanwhile, the tree is listed once
+    more, and then the group and every listed process are killed."""
+    try:
+        root = psutil.Process(pid)
+    except psutil.Error:
+        root = None
+    found: dict[int, psutil.Process] = {}
+    for _ in range(2):
+        for process in _tree(root) if root is not None else []:
+            found.setdefault(process.pid, process)
+        for process in found.values():
+            try:
+                process.suspend()
+            except psutil.Error:
+                pass
     try:
         os.killpg(os.getpgid(pid), signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    try:
-        kill(_tree(psutil.Process(pid)))
-    except psutil.Error:
-        pass
+    kill(list(found.values()))
 
 
 def _size(process: psutil.Process) -> int:
