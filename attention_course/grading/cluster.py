@@ -41,6 +41,7 @@ from attention_course.model.manifest import Course
 
 from . import as_data, workspace
 from .coursedir import paths
+from .late import EXTENSIONS_FILE
 from .slot import Slot
 from .submission import Graded, Submission
 
@@ -60,7 +61,8 @@ QUIET = {
 
 def _keep(course: Course):
     """What of the course root a worker needs: everything but the students' steps, the
-    gradebook (sent as it is when the run starts), the tables, build output and hidden folders."""
+    gradebook (sent as it is when the run starts), the tables, build output and hidden folders.
+    The teacher's extensions file is kept: the late penalties are worked out on the worker."""
     where = paths(course.root)
     skip = {where.top(step).relative_to(course.root).parts[0] for step in ("submitted", "autograded", "feedback")}
     skip |= {"build", "__pycache__", "exchange"}
@@ -69,7 +71,7 @@ def _keep(course: Course):
     def keep(rel: Path) -> bool:
         if rel.parts[0] in skip or any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
             return False
-        if len(rel.parts) == 1 and rel.suffix in (".csv", ".db"):
+        if len(rel.parts) == 1 and rel.suffix in (".csv", ".db") and rel.name != EXTENSIONS_FILE:
             return False
         return (course.root / rel).resolve() != gradebook
 
@@ -124,15 +126,11 @@ def grade_task(
     if threads:  # an existing cluster: this host's share; a local one has make grade's already
         overrides = {**overrides, "Grading": {**overrides["Grading"], "threads": host_threads(threads)}}
     course = _course_here(bundle, gradebook, digest)
-    inbox = paths(course.root).of("submitted", sub.student, sub.assignment)
-    shutil.rmtree(inbox, ignore_errors=True)
-    as_data.unpack(files, inbox)
     folder = workspace.new_base()
     try:
-        return Slot(course, folder / "slot", overrides, threading.Lock()).run(sub)
+        return Slot(course, folder / "slot", overrides, threading.Lock(), in_place=False).run(sub, files)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-        shutil.rmtree(inbox.parent, ignore_errors=True)
         workspace.sweep()
 
 
@@ -240,7 +238,7 @@ def _grade_on(client, course, subs, overrides, threads, shipped, files, merged, 
     futures = {}
     for sub in subs:
         if sub.refused:
-            merged(Graded(sub, course.graded_notebooks()))
+            merged(Graded(sub, course.graded_notebooks(), shipped=True))  # an earlier run's files go
             continue
         future = client.submit(
             grade_task,

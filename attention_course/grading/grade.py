@@ -243,7 +243,7 @@ def _grade(app: GradeApp) -> int:
         if settings.scheduler and todo:
             grade_class(course, todo, overrides, settings.scheduler, jobs, lambda sub: files[id(sub)], merged)
         elif todo:
-            grade_here(course, todo, overrides, jobs, merged)
+            grade_here(course, todo, overrides, jobs, lambda sub: files[id(sub)], merged)
     except KeyboardInterrupt:
         done = sum(s.graded and not s.kept for s in todo)
         print(

@@ -103,12 +103,12 @@ def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
     return data
 
 
-def copy_file(path: Path, dest: Path, limit: int = MAX_BYTES) -> None:
-    """Copy a regular file (never through a link), at most `limit` + 1 bytes of it: enough for
-    `read_bytes` to refuse the copy when the original is too long."""
+def read_prefix(path: Path, limit: int = MAX_BYTES) -> bytes:
+    """A regular file's first `limit` + 1 bytes at most (never through a link): enough for
+    `read_bytes` to refuse a copy of it when the original is too long."""
     fd = _open_regular(Path(path))
     try:
-        Path(dest).write_bytes(_read_at_most(fd, limit))
+        return _read_at_most(fd, limit)
     finally:
         os.close(fd)
 

@@ -1,6 +1,6 @@
-"""The one writer of a grading run: each graded student into the course (gradebook rows,
-autograded notebooks, feedback, or a row of 0 with the reason for what was not finished), and at
-the end the two grade tables, through the course's nbgrader export plugins."""
+"""The one writer of a grading run: each graded student into the course (gradebook rows, the
+graded notebooks and feedback a Dask worker sent back, or a row of 0 with the reason for what was
+not finished), and at the end the two grade tables, through the course's nbgrader export plugins."""
 
 from __future__ import annotations
 
@@ -24,13 +24,14 @@ def merge(course: Course, graded: Graded) -> None:
     if any(f.startswith("confinement") for f in sub.faults):
         return
     home = paths(course.root)
-    if graded.rows is not None:
-        records.merge_rows(graded.rows, home.gradebook, sub.assignment, sub.student)
+    if graded.shipped:  # from a Dask worker: what it graded replaces what an earlier run left
         for step, data in (("autograded", graded.autograded), ("feedback", graded.feedback)):
             dest = home.of(step, sub.student, sub.assignment)
             shutil.rmtree(dest, ignore_errors=True)
             if data:
                 as_data.unpack(data, dest)
+    if graded.rows is not None:
+        records.merge_rows(graded.rows, home.gradebook, sub.assignment, sub.student)
     if graded.left:
         reason = sub.refused or "; ".join(sub.faults) or "it could not be graded"
         records.zero_notebooks(course, home.gradebook, sub.assignment, sub.student, graded.left, reason)

@@ -21,7 +21,7 @@ from .coursedir import CoursePaths, paths
 from .kernel import IOPUB_WAIT
 from .nbgrader_process import nbgrader
 from .result import StudentResult
-from .submission import Graded, Submission, copy_submission
+from .submission import Graded, Submission, place_submission
 
 NBGRADER_OWN_MEMORY = int(1.5 * 2**30)  # nbgrader's own process (the kernels are capped by their supervisor)
 STUDENT_MARGIN = 60.0  # beyond a student's cells' bound: nbgrader's start, the trusted verdict's end, the feedback
@@ -42,11 +42,20 @@ class Slot:
     one nbgrader process per student autogrades and writes the feedback within the student's
     bound; then one writer (the lock) merges that student into the course, and the next one comes."""
 
-    def __init__(self, course: Course, folder: Path, overrides: dict, lock: threading.Lock):
+    def __init__(self, course: Course, folder: Path, overrides: dict, lock: threading.Lock, in_place: bool = True):
         self.course, self.folder, self.overrides, self.lock = course, folder, overrides, lock
+        self.in_place = in_place
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        shutil.copy(course.root / "nbgrader_config.py", folder / "nbgrader_config.py")
+        config = (course.root / "nbgrader_config.py").read_text(encoding="utf-8")
+        if in_place:  # nbgrader writes the graded notebooks and the feedback where they belong
+            home = paths(course.root)
+            config += (
+                "\n# make grade's slot: the graded notebooks and the feedback go straight into the course\n"
+                f"c.CourseDirectory.autograded_directory = {str(home.top('autograded'))!r}\n"
+                f"c.CourseDirectory.feedback_directory = {str(home.top('feedback'))!r}\n"
+            )
+        (folder / "nbgrader_config.py").write_text(config, encoding="utf-8")
         for name in (course.source, course.release):
             (folder / name).symlink_to(course.root / name, target_is_directory=True)
         self.paths = CoursePaths(folder)
@@ -56,16 +65,20 @@ class Slot:
         self.bound = student_bound(settings["student_seconds"], settings["seconds"])
         self.memory = NBGRADER_OWN_MEMORY
 
-    def run(self, sub: Submission) -> Graded:
-        """Grade one student here (nothing is merged into the course): what it gave, as data."""
+    def run(self, sub: Submission, files: as_data.Folder) -> Graded:
+        """Grade one student here from their files (`submission_files`): what it gave, as data.
+        Nothing is merged into the course; in place, nbgrader has written the student's graded
+        notebooks and feedback into the course's folders, otherwise (on a Dask worker) they come
+        back as data."""
         for step in ("submitted", "autograded", "feedback"):
-            shutil.rmtree(self.paths.top(step) / sub.student, ignore_errors=True)
+            shutil.rmtree(self.paths.of(step, sub.student, sub.assignment), ignore_errors=True)
         StudentResult.forget(self.folder, sub.student, sub.assignment)
         if sub.refused:
-            return Graded(sub, self.course.graded_notebooks())
-        copy_submission(
+            return Graded(sub, self.course.graded_notebooks(), shipped=not self.in_place)
+        place_submission(
             self.course,
             sub,
+            files,
             self.paths.of("submitted", sub.student, sub.assignment),
             self.overrides["Grading"].get("take_renamed", False),
         )
@@ -79,7 +92,7 @@ class Slot:
         result = StudentResult.load(self.folder, sub.student, sub.assignment)
         sub.faults += result.fault_lines()
         sub.problems += result.problem_lines()
-        left = unfinished(self.course, self.folder, sub, result)
+        left = unfinished(self.course, self.paths, sub, result)
         if left:
             why = (
                 f"grading was stopped: {proc.stopped}"
@@ -87,7 +100,7 @@ class Slot:
                 else f"nbgrader could not grade it ({proc.last_error()})"
             )
             sub.faults.append(f"{', '.join(n + '.ipynb' for n in left)}: {why}; graded 0")
-        graded = Graded(sub, left)
+        graded = Graded(sub, left, shipped=not self.in_place)
         from nbgrader.api import MissingEntry
 
         autograded = self.paths.of("autograded", sub.student, sub.assignment)
@@ -96,22 +109,23 @@ class Slot:
                 graded.rows = records.student_rows(self.paths.gradebook, sub.assignment, sub.student)
             except MissingEntry:
                 return graded  # nbgrader wrote no submission: everything is in `left`
-            graded.autograded = as_data.pack(autograded)
-            graded.feedback = as_data.pack(self.paths.of("feedback", sub.student, sub.assignment))
+            if not self.in_place:
+                graded.autograded = as_data.pack(autograded)
+                graded.feedback = as_data.pack(self.paths.of("feedback", sub.student, sub.assignment))
         return graded
 
-    def grade(self, sub: Submission, merged) -> None:
+    def grade(self, sub: Submission, files: as_data.Folder, merged) -> None:
         """Grade one student here, then `merged(graded)` under the lock (the one writer)."""
-        graded = self.run(sub)
+        graded = self.run(sub, files)
         with self.lock:
             merged(graded)
         workspace.sweep()
 
 
-def unfinished(course: Course, folder: Path, sub: Submission, result: StudentResult) -> list[str]:
+def unfinished(course: Course, where: CoursePaths, sub: Submission, result: StudentResult) -> list[str]:
     """Submitted graded notebooks that did not get their trusted verdict, or whose autograded copy
-    nbgrader did not write."""
-    left, where = [], paths(folder)
+    nbgrader did not write (`where`: the grading folder's paths)."""
+    left = []
     for notebook in course.graded_notebooks():
         if not os.path.lexists(where.of("submitted", sub.student, sub.assignment) / f"{notebook}.ipynb"):
             continue
@@ -131,9 +145,10 @@ def cores_share(jobs: int) -> int:
     return max(1, len(os.sched_getaffinity(0)) // jobs)
 
 
-def grade_here(course: Course, subs: list[Submission], overrides: dict, jobs: int, merged) -> None:
+def grade_here(course: Course, subs: list[Submission], overrides: dict, jobs: int, files, merged) -> None:
     """Grade `subs` on this machine, `jobs` at a time (one Slot each, taking the next student as
-    it frees up), calling `merged(graded)` under one lock as each student is done."""
+    it frees up), calling `merged(graded)` under one lock as each student is done. `files(sub)`
+    gives a student's files as data."""
     waiting: queue.SimpleQueue[Submission] = queue.SimpleQueue()
     for sub in subs:
         waiting.put(sub)
@@ -148,7 +163,7 @@ def grade_here(course: Course, subs: list[Submission], overrides: dict, jobs: in
             except queue.Empty:
                 return
             try:
-                place.grade(sub, merged)
+                place.grade(sub, files(sub), merged)
             except Exception as exc:  # the grader's own fault: this student only
                 sub.faults.append(f"grading failed: {exc!r}")
 

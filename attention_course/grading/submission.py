@@ -1,13 +1,13 @@
 """A student's submission as `make grade` sees it: which folders are submissions (a link is
-refused whole, never followed), their files copied as they are (near-named notebooks reported),
-those files as data for a digest or a Dask worker, and what grading one student gave back."""
+refused whole, never followed), their files read once as data (for the digest, and for the one
+copy a grading folder gets, here or on a Dask worker; near-named notebooks reported), and what
+grading one student gave back."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +15,7 @@ from attention_course.model.manifest import Course
 
 from . import as_data, near_names
 from .coursedir import paths
-from .intake import Unreadable, copy_file, link_below
+from .intake import Unreadable, link_below, read_prefix
 
 
 @dataclass
@@ -38,6 +38,9 @@ class Graded:
     sub: Submission
     left: list[str]  # the submitted graded notebooks nbgrader did not finish: graded 0
     rows: dict | None = None  # the student's gradebook rows (gradebook.student_rows)
+    # from a Dask worker (`shipped`), the graded notebooks and the feedback as data; graded on this
+    # machine, nbgrader wrote them into the course's folders itself
+    shipped: bool = False
     autograded: as_data.Folder = field(default_factory=dict)
     feedback: as_data.Folder = field(default_factory=dict)
 
@@ -64,44 +67,48 @@ def find_submissions(course: Course, only: list[str]) -> list[Submission]:
     return found
 
 
-def copy_submission(course: Course, sub: Submission, dest: Path, take_renamed: bool = False) -> None:
-    """The files of a submission, as they are, into `dest` (the grading folder's
-    submitted/<student>/<assignment>): regular files only, read without following a link and
-    never waiting on a special file; nbgrader's exporter (attention_course.grading.intake) judges each notebook.
-    The submission itself is never touched."""
+def submission_files(course: Course, sub: Submission) -> as_data.Folder:
+    """A submission's files as data, read once (its digest, and what its grading folder gets):
+    regular files, read without following a link (an oversized notebook stays oversized, for the
+    exporter to refuse); a notebook that is a link stays a link, never followed, and one that is
+    a special file is recorded as one, never opened (nbgrader's exporter refuses both). The
+    submission itself is never touched."""
+    if sub.refused:
+        return {}
     source = paths(course.root).of("submitted", sub.student, sub.assignment)
-    dest.mkdir(parents=True, exist_ok=True)
+    files: as_data.Folder = {}
     for path in sorted(source.iterdir()):
         mode = path.lstat().st_mode
         if path.suffix == ".ipynb" and stat.S_ISLNK(mode):
-            (dest / path.name).symlink_to(os.readlink(path))  # the exporter refuses it, unfollowed
+            files[path.name] = ("link", os.readlink(path))
         elif path.suffix == ".ipynb" and not stat.S_ISREG(mode):
-            os.mkfifo(dest / path.name)  # a special file: the exporter refuses it, without waiting
+            files[path.name] = ("special", "")
         elif stat.S_ISREG(mode):
             try:
-                copy_file(path, dest / path.name)  # an oversized notebook stays so, for the exporter to refuse
+                files[path.name] = ("file", read_prefix(path))
             except Unreadable:
                 continue  # replaced or removed meanwhile
-    names = [path.name for path in dest.iterdir()]
+    return files
+
+
+def place_submission(
+    course: Course, sub: Submission, files: as_data.Folder, dest: Path, take_renamed: bool = False
+) -> None:
+    """A submission's files (`submission_files`) into `dest`, the grading folder's
+    submitted/<student>/<assignment>, and what is missing reported: a graded notebook handed in
+    under a near name is named (or, with `take_renamed`, graded under its release name)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    as_data.unpack(files, dest)
     for notebook in course.graded_notebooks():
-        if (dest / f"{notebook}.ipynb").exists() or (source / f"{notebook}.ipynb").exists():
+        if f"{notebook}.ipynb" in files:
             continue
-        found = near_names.near(notebook, names)
+        found = near_names.near(notebook, list(files))
         if found is None:
             sub.problems.append(f"{notebook}.ipynb was not submitted")
-        elif take_renamed and (dest / found).is_file() and not (dest / found).is_symlink():
+        elif take_renamed and files[found][0] == "file":
             shutil.copyfile(dest / found, dest / f"{notebook}.ipynb")
             sub.problems.append(f"{notebook}.ipynb was handed in as {found}; graded under its release name")
         else:
             sub.problems.append(
                 f"{notebook}.ipynb was not submitted; found {found}: rename it (or grade it with --take-renamed)"
             )
-
-
-def submission_files(course: Course, sub: Submission) -> as_data.Folder:
-    """A submission's files as data (what `copy_submission` would copy), for its digest and a Dask worker."""
-    if sub.refused:
-        return {}
-    with tempfile.TemporaryDirectory() as tmp:
-        copy_submission(course, Submission(sub.student, sub.assignment), Path(tmp) / "s")
-        return as_data.pack(Path(tmp) / "s")

@@ -17,7 +17,7 @@ import pytest
 
 from attention_course.grading.nbgrader_process import bounded
 from attention_course.grading.plugins.tidy import tidy
-from attention_course.grading.submission import Submission, copy_submission, find_submissions
+from attention_course.grading.submission import Submission, find_submissions, place_submission, submission_files
 from attention_course.model.manifest import load
 from conftest import REPO
 
@@ -86,7 +86,8 @@ def test_a_linked_student_folder_is_refused_whole_and_a_linked_notebook_stays_a_
     subs = {s.student: s for s in find_submissions(course, [])}
     assert "mallory is a link" in subs["mallory"].refused and not subs["honest"].refused
     dest = tmp_path / "copy"
-    copy_submission(course, Submission("honest", "attention"), dest)
+    honest = Submission("honest", "attention")
+    place_submission(course, honest, submission_files(course, honest), dest)
     assert (dest / "02_scaled_dot_product_attention.ipynb").is_symlink()
     assert not (dest / "03_split_heads.ipynb").is_file() and (dest / "03_split_heads.ipynb").exists()
 

@@ -14,8 +14,8 @@ from attention_course.grading.intake import (
     MAX_CELLS,
     MAX_DEPTH,
     Unreadable,
-    copy_file,
     read_bytes,
+    read_prefix,
     read_submission,
 )
 
@@ -70,7 +70,7 @@ def test_an_oversized_notebook_is_refused_and_its_copy_stays_oversized(tmp_path)
     with open(big, "wb") as handle:
         handle.truncate(MAX_BYTES + 10)
     assert "MiB" in refusal(big).why
-    copy_file(big, tmp_path / "copy.ipynb")
+    (tmp_path / "copy.ipynb").write_bytes(read_prefix(big))
     assert (tmp_path / "copy.ipynb").stat().st_size == MAX_BYTES + 1
     assert "MiB" in refusal(tmp_path / "copy.ipynb").why
 
@@ -82,7 +82,7 @@ def test_a_link_is_never_followed(tmp_path):
     with pytest.raises(Unreadable):
         read_bytes(tmp_path / "02.ipynb")
     with pytest.raises(Unreadable):
-        copy_file(tmp_path / "02.ipynb", tmp_path / "copy")
+        read_prefix(tmp_path / "02.ipynb")
 
 
 def test_a_linked_folder_below_submitted_refuses_the_whole_submission(tmp_path):

@@ -49,6 +49,6 @@ def test_a_notebook_is_unfinished_without_its_verdict_or_without_its_autograded_
     (autograded / f"{second}.ipynb").write_text("{}")
     sub = Submission("ada", "attention")
     result = StudentResult("ada", "attention", finished=[second])
-    assert unfinished(course, tmp_path, sub, result) == [first]  # the rest were not submitted at all
+    assert unfinished(course, where, sub, result) == [first]  # the rest were not submitted at all
     (autograded / f"{second}.ipynb").unlink()  # a verdict, but nbgrader never wrote the notebook
-    assert unfinished(course, tmp_path, sub, result) == [first, second]
+    assert unfinished(course, where, sub, result) == [first, second]
