@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-execute", action="store_true", help="do not re-run the notebooks")
     args = parser.parse_args(argv)
     course = load(Path.cwd())  # the course this command runs in (a copy of it, in the tests)
+    unknown = [name for name in args.notebooks if name not in course.notebooks]
+    if unknown:  # before anything is rewritten
+        parser.error(f"no notebook called {', '.join(unknown)}; choose from {', '.join(course.notebooks)}")
     build(course)
     render_source_notebooks(course)
     names = args.notebooks or list(course.notebooks)

@@ -38,6 +38,7 @@ class CourseCopies(WorkerPlugin):
             as_data.untar(bundle, root)
             db = paths(root).gradebook
             if root not in db.resolve().parents:
+                shutil.rmtree(root.parent, ignore_errors=True)
                 raise RuntimeError(f"the course's gradebook ({db}) must be inside the course folder to grade on Dask")
             db.write_bytes(gradebook)
             self.roots[digest] = root

@@ -115,7 +115,9 @@ class _LmsExport(ExportPlugin):
         known = [s for s in result.students if not wanted or s in wanted]
         unmatched_lms = sorted(i for i in ids if i and i not in result.students)
         unmatched_lms += [
-            " ".join(list(row.values())[:2]) + " (no id)" for row in rows if not row[self.match()].strip()
+            " ".join(str(v or "") for v in list(row.values())[:2]) + " (no id)"
+            for row in rows
+            if not (row[self.match()] or "").strip()
         ]
         unmatched_nbgrader = [s for s in known if s not in ids]
         destination = Path(self.to or root / self.default_file)

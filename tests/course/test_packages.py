@@ -97,3 +97,36 @@ def test_the_tests_mirror_the_packages():
     loose = sorted(p.name for p in tests.glob("test_*.py"))
     assert loose == [], "a test file belongs in tests/unit/<package>/, tests/course/ or tests/e2e/"
     assert {p.parent.relative_to(tests).parts[0] for p in tests.rglob("test_*.py")} == {"unit", "course", "e2e"}
+
+
+def _modules() -> dict[str, str]:
+    """Every module of the course and its helpers (dotted name -> file name), packages' __init__ aside."""
+    found = {}
+    for top, prefix in ((REPO / PACKAGE, PACKAGE), (REPO / "course_helpers" / "helpers", "helpers")):
+        for path in top.rglob("*.py"):
+            if path.name not in ("__init__.py", "__main__.py") and "__pycache__" not in path.parts:
+                found[".".join((prefix, *path.relative_to(top).with_suffix("").parts))] = path.stem
+    return found
+
+
+def test_every_module_has_unit_tests_that_need_no_kernel():
+    """A module is covered when a file in tests/unit/ imports it, or is named after it (a script
+    run as a program, like nbgrader_cli.py); tests/unit/ is what `make test-fast` runs."""
+    imported, names = set(), set()
+    for path in (REPO / "tests" / "unit").rglob("test_*.py"):
+        names.add(path.stem)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    bare = sorted(m for m, stem in _modules().items() if m not in imported and f"test_{stem}" not in names)
+    assert bare == [], f"modules without a unit test in tests/unit/: {bare}"
+
+
+def test_no_two_test_files_share_a_name():
+    """pytest imports test files by their name: two of the same name in different folders fail collection."""
+    seen: dict[str, list[str]] = {}
+    for path in (REPO / "tests").rglob("test_*.py"):
+        seen.setdefault(path.name, []).append(path.relative_to(REPO).as_posix())
+    assert {n: p for n, p in seen.items() if len(p) > 1} == {}

@@ -50,7 +50,9 @@ class ConfinedExecute(Execute):
         self._language = run.language(assignment)
         self._run, self._student = run, (student, assignment)
         self._timeout = (
-            run.settings.cell_timeout if self._student not in run.timed_out else max(5, run.settings.cell_timeout // 10)
+            run.settings.cell_timeout
+            if self._student not in run.timed_out
+            else min(run.settings.cell_timeout, max(5, run.settings.cell_timeout // 10))
         )
         self._stopped = ""
         self._cell_output, self._notebook_output = {}, 0  # bytes of output kept, by cell and in all
@@ -152,13 +154,14 @@ class ConfinedExecute(Execute):
         NOTEBOOK_OUTPUT a notebook; past that, one line says what was left out."""
         before = len(outs)
         out = super().output(outs, msg, display_id, cell_index)
-        for added in outs[before:]:
+        for added in list(outs[before:]):
             size = len(json.dumps(added))
             used = self._cell_output.get(cell_index, 0) + size
             self._notebook_output += size
             self._cell_output[cell_index] = used
             if used > CELL_OUTPUT or self._notebook_output > NOTEBOOK_OUTPUT:
-                outs.remove(added)
+                # this very output (an earlier one can be equal to it, and stays)
+                del outs[next(i for i, o in enumerate(outs) if o is added)]
                 if not any(o.get("name") == "stdout" and OUTPUT_CUT in o.get("text", "") for o in outs):
                     outs.append(
                         nbformat.v4.new_output(
