@@ -59,6 +59,7 @@ LONGEST_FIRST = (
     "test_browser.py",
     "test_jupyterhub.py",
     "test_one_grading_path.py",
+    "test_warm_grading.py",
     "test_html_safety_browser.py",
     "test_stored_outputs.py",
     "test_recipe.py",

@@ -96,6 +96,10 @@ class GradeApp(Application):
             {"Grading": {"take_renamed": True}},
             "grade a notebook handed in under a near name (02_x-Copy1.ipynb) as the release notebook",
         ),
+        "warm-kernels": (
+            {"Grading": {"warm_kernels": True}},
+            "fork each notebook's kernel from one warm, confined process per student",
+        ),
         "unconfined": (
             {"Grading": {"unconfined": True}},
             "grade even when no confinement layer works (never the default)",
@@ -201,6 +205,7 @@ def _grade(app: GradeApp) -> int:
             "cell_timeout": settings.cell_timeout,
             "student_seconds": settings.student_seconds,
             "take_renamed": bool(settings.take_renamed),
+            "warm_kernels": bool(settings.warm_kernels),
         }
     }
     from .cluster import course_bundle, course_digest, grade_class

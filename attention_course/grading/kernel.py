@@ -23,7 +23,7 @@ import zmq
 from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager, NoSuchKernel
 from jupyter_client.provisioning import LocalProvisioner
-from traitlets import Dict, Unicode
+from traitlets import Any, Dict, Unicode
 
 from attention_course.confinement import confine
 
@@ -36,9 +36,14 @@ class ConfinedProvisioner(LocalProvisioner):
     policy_path = Unicode(help="The confinement policy file of this kernel.").tag(config=True)
     cwd = Unicode(help="The kernel's working folder (the student's workspace).").tag(config=True)
     env = Dict(help="The kernel's whole environment.").tag(config=True)
+    warm = Any(None, help="The student's WarmStarter (warm_kernels.py): fork the kernel from it.").tag(config=True)
 
     async def pre_launch(self, **kwargs):
         kwargs = await super().pre_launch(**kwargs)
+        if self.warm is not None:
+            kwargs["env"] = dict(self.env)
+            kwargs["cwd"] = self.cwd
+            return kwargs
         kwargs["cmd"] = [
             sys.executable,
             "-I",
@@ -53,16 +58,25 @@ class ConfinedProvisioner(LocalProvisioner):
         kwargs["cwd"] = self.cwd
         return kwargs
 
+    async def launch_kernel(self, cmd: list[str], **kwargs):
+        if self.warm is None:
+            return await super().launch_kernel(cmd, **kwargs)
+        # the starter is the kernel's confined parent; `process` stands for the kernel
+        self.process = await asyncio.to_thread(self.warm.start, cmd, kwargs["env"], kwargs["cwd"])
+        self.pid, self.pgid = self.process.pid, None
+        self.cwd = kwargs["cwd"]
+        return self.connection_info
+
     async def send_signal(self, signum: int) -> None:
         # To the supervisor only: it forwards SIGINT/SIGTERM/SIGHUP to the confined kernel.
         if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signum)
+            await asyncio.to_thread(self.process.send_signal, signum)
 
     async def terminate(self, restart: bool = False) -> None:
         await self.send_signal(signal.SIGTERM)  # forwarded; the tree is killed after the grace time
 
     async def kill(self, restart: bool = False) -> None:
-        await self.send_signal(signal.SIGUSR1)  # the supervisor kills the confined tree at once
+        await self.send_signal(signal.SIGUSR1)  # the supervisor (or warm starter) kills the tree at once
         for _ in range(int((confine.GRACE_SECONDS + 5) / 0.05)):
             if self.process is None or self.process.poll() is not None:
                 return

@@ -78,6 +78,12 @@ class Grading(Configurable):
         "another case, no .ipynb) as the release notebook it stands for (otherwise it is only reported).",
     ).tag(config=True)
 
+    warm_kernels = Bool(
+        False,
+        help="Fork each notebook's kernel from one warm, confined process per student (PyTorch and "
+        "ipykernel imported once a student instead of once a notebook), under the same confinement.",
+    ).tag(config=True)
+
     max_processes = Integer(64, help="Processes a student's code may have at once.").tag(config=True)
     max_file_mib = Integer(256, help="Largest file a student's code may write.").tag(config=True)
     scratch_mib = Integer(1024, help="Size of a student's private scratch folder.").tag(config=True)

@@ -85,6 +85,7 @@ class Workspace:
         for path in (self.folder, self.runtime, self.sandbox, *self._homes().values()):
             path.mkdir(parents=True, exist_ok=True)
         self.inbox.mkdir(mode=0o755, exist_ok=True)
+        self.warm = None  # the WarmStarter its kernels are forked from (Grading.warm_kernels)
         self._seed_font_cache()
 
     def _homes(self) -> dict[str, Path]:
@@ -163,6 +164,8 @@ class Workspace:
         )
 
     def remove(self) -> None:
+        if self.warm is not None:
+            self.warm.close()
         shutil.rmtree(self.root, ignore_errors=True)
         shutil.rmtree(self.inbox, ignore_errors=True)
         if self.account is not None:

@@ -97,6 +97,7 @@ class ConfinedExecute(Execute):
                     "policy_path": str(self._policy),
                     "cwd": str(self._workspace.folder),
                     "env": self._workspace.env(),
+                    "warm": self._workspace.warm,
                 }
             ),
             client_class="attention_course.grading.kernel.QuietKernelClient",
@@ -185,7 +186,8 @@ class ConfinedExecute(Execute):
             if process is None or process.poll() is not None:
                 break
             time.sleep(0.1)
-        status = confine.read_status(str(self._policy)) or {}
+        warm = self._workspace.warm
+        status = confine.read_status(warm.policy_path if warm is not None else str(self._policy)) or {}
         if status.get("outcome") in ("unavailable", "usage"):
             why = f"{status['layer']}: {status['reason']}"
             raise ConfinementFailed(f"the student's kernel could not be confined ({why})")

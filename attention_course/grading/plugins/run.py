@@ -7,6 +7,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import shutil
+import uuid
 import weakref
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from ..result import StudentResult
 from ..sandbox_run import ConfinementFailed
 from ..settings import Grading
 from ..trusted import Verdict, grade_student, missing
+from ..warm_kernels import WarmStarter
 from ..workspace import Workspace, new_base, sweep
 
 
@@ -63,6 +65,12 @@ class Run:
             own = "user" in self.layers and os.geteuid() == 0
             workspace = Workspace(student, assignment, self.base, own_account=own)
             workspace.fill(self.submitted(student, assignment))
+            if self.settings.warm_kernels:
+                kernels = self.root / "build" / "grading" / "kernels"
+                kernels.mkdir(parents=True, exist_ok=True)
+                workspace.warm = WarmStarter(
+                    workspace.policy(self.settings, self.layers), str(kernels / f"warm-{uuid.uuid4().hex}.json")
+                )
             self.workspaces[key] = workspace
         return self.workspaces[key]
 

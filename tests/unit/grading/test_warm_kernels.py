@@ -1,0 +1,146 @@
+"""warm_kernels.py and warm_program.py without a kernel: a confined starter (no layer, nothing
+preloaded) forks small Python programs in the kernel's place; what the provisioner and nbgrader's
+executor ask of a kernel process (poll, wait, signals, the supervisor's kill) reaches the right
+process, and nothing a "kernel" left behind outlives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from attention_course.confinement import confine
+from attention_course.grading.warm_kernels import StarterGone, WarmStarter
+
+PROGRAM = """
+import json, os, subprocess, sys, time
+with open("started.txt", "a") as handle:
+    seen = [os.getpid(), os.getsid(0) == os.getpid(), sys.argv[1:], os.environ.get("ONLY"), sorted(os.environ)]
+    handle.write(json.dumps(seen) + "\\n")
+if "exit" in sys.argv:
+    sys.exit(3)
+subprocess.Popen(["sleep", "300"], start_new_session=True)  # left behind on purpose
+time.sleep(300)
+"""
+
+
+@pytest.fixture
+def starter(tmp_path):
+    (tmp_path / "fake_kernel.py").write_text(PROGRAM)
+    os.chmod(tmp_path, 0o755)
+    policy = confine.Policy(
+        read=confine.default_read_paths(sys.executable),
+        write=[str(tmp_path)],
+        cwd=str(tmp_path),
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        layers=[],
+    )
+    warm = WarmStarter(policy, str(tmp_path / "warm.json"), preload=())
+    yield warm
+    warm.close()
+
+
+def _kernel(warm, folder, *args):
+    return warm.start([sys.executable, "-m", "fake_kernel", *args], {"PATH": "/usr/bin:/bin", "ONLY": "this"}, folder)
+
+
+def _lines(folder, count: int) -> list[str]:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        path = folder / "started.txt"
+        lines = path.read_text().splitlines() if path.exists() else []
+        if len(lines) >= count:
+            return lines
+        time.sleep(0.05)
+    raise AssertionError(f"{count} programs did not start")
+
+
+def _sleepers() -> list[str]:
+    found = subprocess.run(["pgrep", "-f", "^sleep 300$"], capture_output=True, text=True).stdout.split()
+    return found
+
+
+def test_a_kernel_is_forked_in_its_own_session_with_its_arguments_and_only_its_environment(starter, tmp_path):
+    kernel = _kernel(starter, tmp_path, "-f", "conn.json")
+    (line,) = _lines(tmp_path, 1)
+    pid, leader, args, only, names = json.loads(line)
+    assert pid == kernel.pid and leader
+    assert args == ["-f", "conn.json"] and only == "this" and names == ["ONLY", "PATH"]
+    assert kernel.poll() is None
+
+
+def test_the_supervisors_kill_ends_the_kernel_and_what_it_left_and_the_next_one_starts(starter, tmp_path):
+    before = set(_sleepers())
+    first = _kernel(starter, tmp_path)
+    _lines(tmp_path, 1)
+    time.sleep(0.5)
+    assert set(_sleepers()) - before, "the program left a process of its own"
+    first.send_signal(signal.SIGUSR1)
+    assert first.wait(10) == -signal.SIGKILL
+    assert not set(_sleepers()) - before, "what the kernel left outlived it"
+    second = _kernel(starter, tmp_path)
+    _lines(tmp_path, 2)
+    assert second.pid != first.pid and second.poll() is None
+
+
+def test_an_interrupt_reaches_the_kernel_and_its_exit_code_is_its_own(starter, tmp_path):
+    kernel = _kernel(starter, tmp_path)
+    _lines(tmp_path, 1)
+    kernel.send_signal(signal.SIGTERM)
+    assert kernel.wait(10) == -signal.SIGTERM
+    ended = _kernel(starter, tmp_path, "exit")
+    assert ended.wait(10) == 3
+    with pytest.raises(subprocess.TimeoutExpired):
+        _kernel(starter, tmp_path).wait(0.3)
+
+
+def test_a_starter_that_was_killed_is_started_again_and_its_kernels_read_as_ended(starter, tmp_path):
+    kernel = _kernel(starter, tmp_path)
+    _lines(tmp_path, 1)
+    starter.proc.send_signal(signal.SIGUSR1)  # its supervisor kills the whole confined tree
+    starter.proc.wait(10)
+    assert kernel.wait(10) == -signal.SIGKILL
+    again = _kernel(starter, tmp_path)
+    _lines(tmp_path, 2)
+    assert again.poll() is None
+
+
+def test_closing_ends_the_starter_and_everything_below_it(starter, tmp_path):
+    before = set(_sleepers())
+    _kernel(starter, tmp_path)
+    _lines(tmp_path, 1)
+    time.sleep(0.5)
+    starter.close()
+    assert not set(_sleepers()) - before
+    assert not (tmp_path / "warm.json").exists()
+
+
+def test_a_starter_that_cannot_start_says_so(tmp_path):
+    policy = confine.Policy(
+        read=[], write=[str(tmp_path)], cwd=str(tmp_path / "missing"), env={"PATH": "/usr/bin:/bin"}, layers=[]
+    )
+    warm = WarmStarter(policy, str(tmp_path / "warm.json"), preload=())
+    with pytest.raises(StarterGone):
+        warm.start([sys.executable, "-m", "fake_kernel"], {}, str(tmp_path))
+    warm.close()
+
+
+def test_the_starter_finds_every_process_below_one_from_proc():
+    from attention_course.grading import warm_program
+
+    shell = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while len(warm_program.below(shell.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        found = warm_program.below(shell.pid)
+        assert len(found) == 2 and shell.pid not in found
+        assert shell.pid in warm_program.below(os.getpid())
+    finally:
+        os.killpg(shell.pid, signal.SIGKILL)
+        shell.wait()
