@@ -70,7 +70,10 @@ class ConfinedProvisioner(LocalProvisioner):
     async def send_signal(self, signum: int) -> None:
         # To the supervisor only: it forwards SIGINT/SIGTERM/SIGHUP to the confined kernel.
         if self.process is not None and self.process.poll() is None:
-            await asyncio.to_thread(self.process.send_signal, signum)
+            if self.warm is None:
+                self.process.send_signal(signum)
+            else:  # a request to the warm starter, which answers
+                await asyncio.to_thread(self.process.send_signal, signum)
 
     async def terminate(self, restart: bool = False) -> None:
         await self.send_signal(signal.SIGTERM)  # forwarded; the tree is killed after the grace time
