@@ -186,7 +186,7 @@ class ConfinedExecute(Execute):
             if process is None or process.poll() is not None:
                 break
             time.sleep(0.1)
-        warm = self._workspace.warm
+        warm = getattr(getattr(self, "_workspace", None), "warm", None)  # the kernel's supervisor is the starter's
         status = confine.read_status(warm.policy_path if warm is not None else str(self._policy)) or {}
         if status.get("outcome") in ("unavailable", "usage"):
             why = f"{status['layer']}: {status['reason']}"
