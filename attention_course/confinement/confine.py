@@ -94,7 +94,7 @@ uses:
 - inner.py: the inner stage, the last trusted code in the program's process
 - bubblewrap.py: bubblewrap's command line and the inner stage's archive
 - status.py: the status file the grader decides from
-- launch.py: the policy file, the command line, `run`
+- launch.py: the policy file, the command line, `run`, `stop`
 - probe.py: which layers work on this machine
 
 The supervisor needs the standard library, psutil (limits.py) and libseccomp (seccomp_filter.py,
@@ -116,7 +116,7 @@ if not __package__:  # run as a script (``python -I confine.py``): import the pa
 
 import json
 
-from .launch import SCRIPT, command, run, write_policy  # noqa: F401
+from .launch import SCRIPT, command, run, stop, write_policy  # noqa: F401
 from .policy import EXIT_LIMIT, EXIT_UNAVAILABLE, LAYERS, Policy, Unavailable, default_read_paths  # noqa: F401
 from .probe import probe, usable  # noqa: F401
 from .status import Report, read_status, status_path  # noqa: F401

@@ -12,6 +12,7 @@ import tempfile
 
 from .policy import Policy
 from .status import read_status
+from .supervisor import GRACE_SECONDS
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "confine.py")  # the supervisor's command line
 
@@ -28,6 +29,20 @@ def command(policy: Policy, argv: list[str], policy_path: str) -> list[str]:
     """Write the policy to policy_path (mode 0600); the argv that runs ``argv`` confined."""
     write_policy(policy, policy_path)
     return [sys.executable, "-I", SCRIPT, "run", "--policy", os.path.abspath(policy_path), "--", *argv]
+
+
+def stop(proc, wait: float = GRACE_SECONDS + 5) -> None:
+    """End a confined tree from outside: SIGUSR1 to its supervisor (which kills the whole tree at
+    once), `wait` seconds for it to exit, then SIGKILL. `proc` is a `subprocess.Popen` of the
+    supervisor, or anything with the same `poll`, `send_signal`, `wait` and `kill`."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGUSR1)
+    try:
+        proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def run(policy: Policy, argv: list[str], timeout: float | None = None, **popen_kwargs) -> subprocess.CompletedProcess:

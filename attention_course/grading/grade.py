@@ -98,7 +98,11 @@ class GradeApp(Application):
         ),
         "warm-kernels": (
             {"Grading": {"warm_kernels": True}},
-            "fork each notebook's kernel from one warm, confined process per student",
+            "fork each notebook's kernel from one warm, confined process per student (the default)",
+        ),
+        "cold-kernels": (
+            {"Grading": {"warm_kernels": False}},
+            "start a fresh Python for each notebook's kernel instead of forking it from a warm one",
         ),
         "unconfined": (
             {"Grading": {"unconfined": True}},

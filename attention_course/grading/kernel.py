@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+import threading
 
 import zmq
 from jupyter_client.asynchronous.client import AsyncKernelClient
@@ -62,7 +63,7 @@ class ConfinedProvisioner(LocalProvisioner):
         if self.warm is None:
             return await super().launch_kernel(cmd, **kwargs)
         # the starter is the kernel's confined parent; `process` stands for the kernel
-        self.process = await asyncio.to_thread(self.warm.start, cmd, kwargs["env"], kwargs["cwd"])
+        self.process = await in_own_thread(self.warm.start, cmd, kwargs["env"], kwargs["cwd"])
         self.pid, self.pgid = self.process.pid, None
         self.cwd = kwargs["cwd"]
         return self.connection_info
@@ -73,7 +74,7 @@ class ConfinedProvisioner(LocalProvisioner):
             if self.warm is None:
                 self.process.send_signal(signum)
             else:  # a request to the warm starter, which answers
-                await asyncio.to_thread(self.process.send_signal, signum)
+                await in_own_thread(self.process.send_signal, signum)
 
     async def terminate(self, restart: bool = False) -> None:
         await self.send_signal(signal.SIGTERM)  # forwarded; the tree is killed after the grace time
@@ -85,7 +86,39 @@ class ConfinedProvisioner(LocalProvisioner):
                 return
             await asyncio.sleep(0.05)
         if self.process is not None and self.process.poll() is None:
-            self.process.kill()
+            if self.warm is None:
+                self.process.kill()
+            else:
+                await in_own_thread(self.process.kill)
+
+
+async def in_own_thread(call, *args):
+    """`call(*args)` in a thread of its own that ends with it, awaited without blocking the loop.
+
+    Not `asyncio.to_thread`: that starts the loop's default executor, whose threads outlive the
+    conversion in a process that grades in-process (formgrader) and is never shut down there.
+    """
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def settle(result, error):
+        if not done.cancelled():
+            done.set_exception(error) if error is not None else done.set_result(result)
+
+    def work():
+        try:
+            result, error = call(*args), None
+        except BaseException as exc:  # handed to the awaiting coroutine
+            result, error = None, exc
+        loop.call_soon_threadsafe(settle, result, error)
+
+    thread = threading.Thread(target=work, name="warm-request", daemon=True)
+    thread.start()
+    try:
+        return await done
+    finally:
+        if done.done():
+            thread.join()  # it has handed over its result (or error) and is ending
 
 
 class ConfinedKernelSpecManager(KernelSpecManager):

@@ -79,9 +79,10 @@ class Grading(Configurable):
     ).tag(config=True)
 
     warm_kernels = Bool(
-        False,
+        True,
         help="Fork each notebook's kernel from one warm, confined process per student (PyTorch and "
-        "ipykernel imported once a student instead of once a notebook), under the same confinement.",
+        "ipykernel imported once a student instead of once a notebook), under the same confinement. "
+        "False: a fresh Python for each notebook's kernel.",
     ).tag(config=True)
 
     max_processes = Integer(64, help="Processes a student's code may have at once.").tag(config=True)

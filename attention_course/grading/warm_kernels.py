@@ -53,7 +53,6 @@ class WarmStarter:
 
     def _start(self) -> None:
         program = [sys.executable, "-c", PROGRAM.read_text(encoding="utf-8"), json.dumps(self.preload)]
-        confine.write_policy(self.policy, self.policy_path)
         self.proc = subprocess.Popen(
             confine.command(self.policy, program, self.policy_path),
             stdin=subprocess.PIPE,
@@ -150,14 +149,9 @@ class WarmStarter:
         except OSError:
             pass
         try:
-            proc.wait(confine.GRACE_SECONDS + 5)
+            proc.wait(confine.GRACE_SECONDS + 5)  # at the end of its input it kills its tree and exits
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGUSR1)  # the supervisor kills the confined tree at once
-            try:
-                proc.wait(confine.GRACE_SECONDS + 5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            confine.stop(proc)
         proc.stdout.close()
         Path(self.policy_path).unlink(missing_ok=True)
         Path(confine.status_path(self.policy_path)).unlink(missing_ok=True)

@@ -25,6 +25,7 @@ import select
 import signal
 import sys
 
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -85,6 +86,7 @@ def reap() -> None:
 def become_kernel(request: dict, closing: list[int]) -> None:
     """In the forked child: the kernel the request asks for (`python -m ipykernel_launcher ...`)."""
     os.setsid()
+    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # as a kernel started on its own is
     for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
@@ -117,6 +119,9 @@ def main() -> None:
             pass
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # not dumpable: a kernel of the same account can neither attach to this process nor write
+    # its memory, so one notebook's code cannot shape the kernels of the notebooks after it
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     requests, answers = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)

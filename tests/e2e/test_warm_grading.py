@@ -1,4 +1,4 @@
-"""`make grade --warm-kernels`: every notebook's kernel forked from one warm, confined process per
+"""`make grade`'s warm kernels (the default; `--cold-kernels` turns them off): every notebook's kernel forked from one warm, confined process per
 student. Against grading with a kernel of its own for each notebook, on the same submissions: the
 same scores; a student whose code kills the warm process and leaves a process behind still has
 every later notebook run, and nothing of theirs outlives the grading."""
@@ -49,8 +49,8 @@ def _grade(tmp_path, name: str, *args: str) -> tuple[dict, str, dict]:
 
 
 def test_warm_kernels_grade_as_kernels_of_their_own_and_survive_a_student_who_kills_them(tmp_path):
-    cold, _, _ = _grade(tmp_path, "cold")
-    warm, said, executed = _grade(tmp_path, "warm", "--warm-kernels")
+    cold, _, _ = _grade(tmp_path, "cold", "--cold-kernels")
+    warm, said, executed = _grade(tmp_path, "warm")  # the default
     assert warm == cold, said
     submitted = [score for (_, notebook, _), score in warm.items() if notebook in NOTEBOOKS]
     assert submitted and all(float(score) > 0 for score in submitted), said

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -44,6 +42,9 @@ class ConfinedExecute(Execute):
         self._policy = run.root / "build" / "grading" / "kernels" / f"{uuid.uuid4().hex}.json"
         self._policy.parent.mkdir(parents=True, exist_ok=True)
         confine.write_policy(self._workspace.policy(run.settings, run.layers), str(self._policy))
+        # whose status says why a kernel did not start: its own supervisor's, or the warm starter's
+        warm = self._workspace.warm
+        self._supervisor_policy = warm.policy_path if warm is not None else str(self._policy)
         self.kernel_name = KERNEL_NAME
         self.shutdown_kernel = "immediate"  # by a signal to the supervisor, never over the channel
         self.iopub_timeout = IOPUB_WAIT
@@ -141,13 +142,8 @@ class ConfinedExecute(Execute):
     def _close(self) -> None:
         km, kc = getattr(self, "km", None), getattr(self, "kc", None)
         process = getattr(getattr(km, "provisioner", None), "process", None)
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGUSR1)  # the supervisor kills the confined tree at once
-            try:
-                process.wait(confine.GRACE_SECONDS + 5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        if process is not None:
+            confine.stop(process)  # the supervisor (or warm starter) kills the confined tree at once
         close_everything(km, kc)
 
     def output(self, outs, msg, display_id, cell_index):
@@ -181,13 +177,12 @@ class ConfinedExecute(Execute):
         return cell, self.resources
 
     def _why_not_started(self) -> None:
-        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        process = self.km.provisioner.process if self.km.provisioner is not None else None
         for _attempt in range(50):
             if process is None or process.poll() is not None:
                 break
             time.sleep(0.1)
-        warm = getattr(getattr(self, "_workspace", None), "warm", None)  # the kernel's supervisor is the starter's
-        status = confine.read_status(warm.policy_path if warm is not None else str(self._policy)) or {}
+        status = confine.read_status(self._supervisor_policy) or {}
         if status.get("outcome") in ("unavailable", "usage"):
             why = f"{status['layer']}: {status['reason']}"
             raise ConfinementFailed(f"the student's kernel could not be confined ({why})")

@@ -126,3 +126,44 @@ def test_a_timeout_kills_the_confined_tree_and_says_so(tmp_path):
     while _running(token) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _running(token) == []
+
+
+def test_stop_kills_the_confined_tree_through_its_supervisor(tmp_path):
+    token = f"{uuid.uuid4().int % 10**6 + 10**6}.5"
+    argv = ["sh", "-c", f"trap '' TERM; sleep {token} & sleep {token}"]
+    proc = subprocess.Popen(launch.command(_policy(tmp_path), argv, str(tmp_path / "policy.json")))
+    deadline = time.monotonic() + 10
+    while len(_running(token)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_running(token)) == 2
+    started = time.monotonic()
+    launch.stop(proc)
+    assert proc.returncode is not None and time.monotonic() - started < 5
+    assert _running(token) == []
+    launch.stop(proc)  # an ended process: nothing to do
+
+
+def test_stop_kills_what_does_not_end_on_the_supervisors_signal():
+    class Deaf:  # stands for a supervisor that does not answer SIGUSR1
+        def __init__(self):
+            self.calls, self.returncode = [], None
+
+        def poll(self):
+            return self.returncode
+
+        def send_signal(self, signum):
+            self.calls.append(("signal", signum))
+
+        def wait(self, timeout=None):
+            self.calls.append(("wait", timeout))
+            if self.returncode is None and timeout is not None:
+                raise subprocess.TimeoutExpired("deaf", timeout)
+            return self.returncode
+
+        def kill(self):
+            self.calls.append(("kill", None))
+            self.returncode = -9
+
+    deaf = Deaf()
+    launch.stop(deaf, wait=0.1)
+    assert deaf.calls == [("signal", launch.signal.SIGUSR1), ("wait", 0.1), ("kill", None), ("wait", None)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+import types
 from pathlib import Path
 
 import nbformat
@@ -83,6 +84,8 @@ class Scripted(ConfinedExecute, KernelStandIn):
 
 
 class WorkspaceStandIn:
+    warm = None  # a kernel of its own, not one forked from a warm starter
+
     def __init__(self, folder: Path):
         self.folder = folder
 
@@ -287,10 +290,10 @@ def test_the_kernels_policy_is_the_workspaces_and_is_removed_afterwards(tmp_path
 
 def test_why_a_kernel_did_not_start_comes_from_the_supervisors_status(tmp_path):
     executor = ConfinedExecute()
-    executor.km = None
-    executor._policy = tmp_path / "policy.json"
+    executor.km = types.SimpleNamespace(provisioner=None)  # it never got as far as a process
+    executor._supervisor_policy = str(tmp_path / "policy.json")  # its own, or the warm starter's
     executor._why_not_started()  # no status: nothing to say, the start's own error stands
-    status = Path(confine.status_path(str(executor._policy)))
+    status = Path(confine.status_path(executor._supervisor_policy))
     status.write_text(json.dumps({"outcome": "exited", "layer": "", "reason": "", "code": 1}))
     executor._why_not_started()
     status.write_text(json.dumps({"outcome": "unavailable", "layer": "bwrap", "reason": "no user namespaces"}))
@@ -347,3 +350,22 @@ def test_the_output_cut_is_the_one_just_added_even_when_an_earlier_one_is_equal(
         _streamed(executor, outs, "x" * (CELL_OUTPUT // 3), 0)
     assert [o.text[0] for o in outs] == ["x", "x", OUTPUT_CUT[0]]
     assert outs[-1].text.startswith(OUTPUT_CUT), "the line saying what was left out comes last"
+
+
+def test_a_request_off_the_loop_returns_raises_and_leaves_no_thread():
+    import asyncio
+    import threading
+
+    from attention_course.grading.kernel import in_own_thread
+
+    def fails():
+        raise LookupError("from the thread")
+
+    async def both():
+        assert await in_own_thread(lambda a, b: (a, b, threading.current_thread().name), 1, 2) == (1, 2, "warm-request")
+        with pytest.raises(LookupError, match="from the thread"):
+            await in_own_thread(fails)
+
+    before = set(threading.enumerate())
+    asyncio.run(both())
+    assert set(threading.enumerate()) <= before

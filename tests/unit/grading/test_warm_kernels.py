@@ -144,3 +144,22 @@ def test_the_starter_finds_every_process_below_one_from_proc():
     finally:
         os.killpg(shell.pid, signal.SIGKILL)
         shell.wait()
+
+
+def _readable_without_privileges(pid: int) -> bool:
+    """Whether a process of the same uid and no capabilities may read `pid`'s environment (the
+    kernel's ptrace access check: it fails for a process that is not dumpable)."""
+    reader = subprocess.run(
+        ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "cat", f"/proc/{pid}/environ"], capture_output=True
+    )
+    return reader.returncode == 0
+
+
+def test_the_starter_is_closed_to_its_kernels_and_a_kernel_is_as_open_as_one_started_alone(starter, tmp_path):
+    kernel = _kernel(starter, tmp_path)
+    _lines(tmp_path, 1)
+    with open(f"/proc/{kernel.pid}/stat", "rb") as handle:
+        parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
+    assert parent != os.getpid() and parent != starter.proc.pid
+    assert _readable_without_privileges(kernel.pid)
+    assert not _readable_without_privileges(parent), "the warm starter can be read by a kernel of its account"
