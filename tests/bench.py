@@ -324,6 +324,9 @@ def projection(core_seconds: float, overhead: float, start: float, peak_per_stud
     return rows
 
 
+# grading's processor time against nbgrader's plain execution of the same notebooks (docs/design.md)
+CPU_BUDGET = 1.1
+
 LOOP = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
 
 
@@ -338,9 +341,8 @@ def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
         _timed([nbgrader, "generate_assignment", "attention", "--force"], plain_root)
         execute_cpu: list[float] = []
         execute = _timed([nbgrader, "autograde", "attention", "--force"], plain_root, execute_cpu)
-        grade, *_, grade_cpu = _grade(one, 1)
-        warm, warm_scores, *_, warm_cpu = _grade(one, 1, "--warm-kernels")
-        _, cold_scores, *_ = _grade(one, 1)
+        grade, warm_scores, *_, grade_cpu = _grade(one, 1)  # warm kernels, the default
+        cold, cold_scores, *_, cold_cpu = _grade(one, 1, "--cold-kernels")
         looping = _course_folder(Path(tmp) / "loop")
         write_submission(looping, "looping", submission(_manifest(), {"split_heads": LOOP}, graded), "attention")
         right, *_ = _grade(looping.parent / "one", 1, f"--cell-timeout={loop_timeout}")
@@ -373,11 +375,11 @@ def bench_grading(class_size: int, loop_timeout: int = 30) -> dict:
         "grade_cpu_seconds": round(grade_cpu, 1),
         "grade_cpu_ratio": round(grade_cpu / execute_cpu[0], 2),
         "cpu_method": cpu_method(),
-        "warm_seconds": round(warm, 1),
-        "warm_cpu_seconds": round(warm_cpu, 1),
-        "warm_cpu_ratio": round(warm_cpu / execute_cpu[0], 2),
-        "warm_ratio": round(warm / execute, 2),
-        "warm_same_scores": warm_scores == cold_scores,
+        "cold_seconds": round(cold, 1),
+        "cold_cpu_seconds": round(cold_cpu, 1),
+        "cold_cpu_ratio": round(cold_cpu / execute_cpu[0], 2),
+        "cold_ratio": round(cold / execute, 2),
+        "cold_same_scores": warm_scores == cold_scores,
         "grade_ratio": round(grade / execute, 2),
         "loop_cell_timeout": loop_timeout,
         "loop_extra_seconds": round(stuck - right, 1),
@@ -433,16 +435,16 @@ def budgets(r: dict) -> list[tuple[str, str, bool]]:
             (
                 "grading one submission vs executing it: processor time",
                 f"{g['grade_cpu_ratio']}x ({g['grade_cpu_seconds']} s vs {g['execute_cpu_seconds']} s, "
-                f"measured by {g['cpu_method']}; budget 0.3x)",
-                g["grade_cpu_ratio"] <= 0.3,
+                f"measured by {g['cpu_method']}; budget {CPU_BUDGET}x)",
+                g["grade_cpu_ratio"] <= CPU_BUDGET,
             ),
         )
         rows.append(
             (
-                "the same with warm kernels (--warm-kernels): wall time, processor time",
-                f"{g['warm_ratio']}x, {g['warm_cpu_ratio']}x ({g['warm_cpu_seconds']} s); same scores as "
-                f"without: {g['warm_same_scores']} (budgets 1.5x and 0.3x)",
-                g["warm_ratio"] <= 1.5 and g["warm_cpu_ratio"] <= 0.3 and g["warm_same_scores"],
+                "the same with a fresh Python per kernel (--cold-kernels): wall time, processor time",
+                f"{g['cold_ratio']}x, {g['cold_cpu_ratio']}x ({g['cold_cpu_seconds']} s); same scores as "
+                f"warm: {g['cold_same_scores']} (budget 1.5x of wall time; processor time for comparison)",
+                g["cold_ratio"] <= 1.5 and g["cold_same_scores"],
             ),
         )
         limit = 1.5 * g["loop_cell_timeout"]

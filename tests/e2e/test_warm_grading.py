@@ -1,7 +1,8 @@
-"""`make grade`'s warm kernels (the default; `--cold-kernels` turns them off): every notebook's kernel forked from one warm, confined process per
-student. Against grading with a kernel of its own for each notebook, on the same submissions: the
-same scores; a student whose code kills the warm process and leaves a process behind still has
-every later notebook run, and nothing of theirs outlives the grading."""
+"""`make grade`'s warm kernels (the default; `--cold-kernels` turns them off): every notebook's
+kernel forked from one warm, confined process per student. Against grading with a kernel of its own
+for each notebook, on the same submissions: the same scores; a student whose code kills the warm
+process and leaves a process behind still has every later notebook run, and nothing of theirs
+outlives the grading."""
 
 from __future__ import annotations
 
