@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import datetime
 import functools
+import shutil
 import tempfile
 from pathlib import Path
 
 from nbgrader.api import Gradebook
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Configurable
 
 A = "attention"
 DUE = datetime.datetime(2026, 11, 1, 12, 0)
@@ -58,3 +61,41 @@ def submit(path: Path, student: str, scores: dict[str, float], when: datetime.da
                 gb.find_comment(answer, notebook, A, student).auto_comment = (comments or {}).get(answer, "")
             gb.find_submission_notebook(notebook, A, student).late_submission_penalty = (late or {}).get(notebook)
         gb.db.commit()
+
+
+def graded_class(root: Path, cy_submits: bool = False) -> Path:
+    """A course folder (the course's nbgrader_config.py and course.toml) whose gradebook has three
+    students: ada, late on 01 (0.5 off) with 1 of 4 on 02 that a teacher raised by hand to 3.5; bo,
+    full marks on time; cy, in nbgrader and with nothing submitted (or, `cy_submits`, 0 on 01 and
+    full marks on 02, on time)."""
+    from conftest import REPO
+
+    root.mkdir(parents=True, exist_ok=True)
+    for name in ("nbgrader_config.py", "course.toml"):
+        shutil.copy(REPO / name, root / name)
+    db = gradebook(root / "gradebook.db", students=("ada", "bo", "cy"))
+    submit(
+        db,
+        "ada",
+        {"test_raw_scores": 2.0, "test_scaled_dot_product_attention": 1.0},
+        DUE + datetime.timedelta(hours=3),
+        comments={"scaled_dot_product_attention": "the softmax runs over the queries"},
+        late={"01_scaling_problem": 0.5},
+    )
+    with Gradebook(url(db)) as gb:
+        gb.find_grade(
+            "test_scaled_dot_product_attention", "02_scaled_dot_product_attention", A, "ada"
+        ).manual_score = 3.5
+        gb.db.commit()
+    submit(db, "bo", {"test_raw_scores": 2.0, "test_scaled_dot_product_attention": 4.0}, DUE)
+    if cy_submits:
+        submit(db, "cy", {"test_raw_scores": 0.0, "test_scaled_dot_product_attention": 4.0}, DUE)
+    return root
+
+
+class ExportApp(Configurable):
+    """What `nbgrader export` hands its exporter: the course directory."""
+
+    def __init__(self, root: Path):
+        super().__init__()
+        self.coursedir = CourseDirectory(root=str(root))

@@ -4,18 +4,14 @@ import CSV and a Moodle grade import CSV from the LMS's own roster export, throu
 from __future__ import annotations
 
 import csv
-import datetime
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from nbgrader.api import Gradebook
-from small_gradebook import DUE, A, gradebook, submit, url
+from small_gradebook import graded_class
 
 from attention_course.grading.lms import CANVAS_FIXED, MOODLE_FIXED, RosterError, read_roster
-from conftest import REPO
 
 CANVAS_ROSTER = """Student,ID,SIS User ID,SIS Login ID,Section,attention (5678),Quiz 1 (91)
     Points Possible,,,,,6.00,10.00
@@ -73,25 +69,9 @@ def read_moodle(path: Path, identify: str = "ID number") -> tuple[list[str], dic
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
-    """ada: late, with a teacher's manual score; bo: on time; cy: in nbgrader only; dan: in the LMS only."""
-    root = tmp_path_factory.mktemp("lms")
-    for name in ("nbgrader_config.py", "course.toml"):
-        shutil.copy(REPO / name, root / name)
-    db = gradebook(root / "gradebook.db", students=("ada", "bo", "cy"))
-    submit(
-        db,
-        "ada",
-        {"test_raw_scores": 2.0, "test_scaled_dot_product_attention": 1.0},
-        DUE + datetime.timedelta(hours=3),
-        late={"01_scaling_problem": 0.5},
-    )
-    with Gradebook(url(db)) as gb:
-        gb.find_grade(
-            "test_scaled_dot_product_attention", "02_scaled_dot_product_attention", A, "ada"
-        ).manual_score = 3.5
-        gb.db.commit()
-    submit(db, "bo", {"test_raw_scores": 2.0, "test_scaled_dot_product_attention": 4.0}, DUE)
-    submit(db, "cy", {"test_raw_scores": 0.0, "test_scaled_dot_product_attention": 4.0}, DUE)
+    """small_gradebook's class with cy's submission: ada late, with a teacher's manual score; bo on
+    time; cy in nbgrader only; dan in the LMS only."""
+    root = graded_class(tmp_path_factory.mktemp("lms"), cy_submits=True)
     (root / "canvas_roster.csv").write_text(CANVAS_ROSTER, encoding="utf-8")
     (root / "moodle_roster.csv").write_text(MOODLE_ROSTER, encoding="utf-8")
     return root

@@ -6,16 +6,13 @@ problems, the student's extension) and grades_by_cell.csv with a row per graded 
 from __future__ import annotations
 
 import csv
-import datetime
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
-from nbgrader.coursedir import CourseDirectory
-from small_gradebook import DUE, A, gradebook, submit, url
-from traitlets.config import Configurable
+from small_gradebook import DUE, A, ExportApp, gradebook, graded_class, submit, url
 
 from attention_course.grading.export import CELL_COLUMNS, NOTEBOOK_COLUMNS, CellGrades, NotebookGrades
 from conftest import REPO
@@ -25,37 +22,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::Warning:nbgrader.api")  # SQLAl
 NB1, NB2 = "01_scaling_problem", "02_scaled_dot_product_attention"
 
 
-class _App(Configurable):
-    """What `nbgrader export` hands its exporter: the course directory."""
-
-    def __init__(self, root: Path):
-        super().__init__()
-        self.coursedir = CourseDirectory(root=str(root))
-
-
 @pytest.fixture(scope="module")
 def _graded(tmp_path_factory) -> Path:
-    """ada: late on 01 (0.5 off), a teacher's manual 3.5 on 02, a start page nothing grades;
-    bo: full marks on time; cy: nothing submitted."""
-    root = tmp_path_factory.mktemp("export") / "course"
-    root.mkdir()
-    for name in ("nbgrader_config.py", "course.toml"):
-        shutil.copy(REPO / name, root / name)
-    db = gradebook(root / "gradebook.db", students=("ada", "bo", "cy"))
-    with Gradebook(url(db)) as gb:
+    """small_gradebook's class (ada late with a manual grade, bo full marks, cy nothing), and a
+    start page nothing grades."""
+    root = graded_class(tmp_path_factory.mktemp("export") / "course")
+    with Gradebook(url(root / "gradebook.db")) as gb:
         gb.add_notebook("00_start_here", A)  # no graded cell: no row
-    submit(
-        db,
-        "ada",
-        {"test_raw_scores": 2.0, "test_scaled_dot_product_attention": 1.0},
-        DUE + datetime.timedelta(hours=3),
-        comments={"raw_scores": "", "scaled_dot_product_attention": "the softmax runs over the queries"},
-        late={NB1: 0.5},
-    )
-    with Gradebook(url(db)) as gb:
-        gb.find_grade("test_scaled_dot_product_attention", NB2, A, "ada").manual_score = 3.5
-        gb.db.commit()
-    submit(db, "bo", {"test_raw_scores": 2.0, "test_scaled_dot_product_attention": 4.0}, DUE)
     return root
 
 
@@ -67,7 +40,7 @@ def course(_graded, tmp_path) -> Path:
 
 def _export(plugin_class, root: Path, **traits) -> list[list[str]]:
     """Run an exporter as `nbgrader export` would; the table it wrote, as rows."""
-    plugin = plugin_class(parent=_App(root), **traits)
+    plugin = plugin_class(parent=ExportApp(root), **traits)
     with Gradebook(url(root / "gradebook.db")) as gb:
         plugin.export(gb)
     with open(traits.get("to") or root / plugin_class.default_file, newline="") as handle:

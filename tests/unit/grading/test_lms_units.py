@@ -6,16 +6,13 @@ plugins run as `nbgrader export` runs them (tests/e2e/test_lms.py runs `nbgrader
 from __future__ import annotations
 
 import csv
-import datetime
 import math
 import shutil
 from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
-from nbgrader.coursedir import CourseDirectory
-from small_gradebook import DUE, A, gradebook, submit, url
-from traitlets.config import Configurable
+from small_gradebook import A, ExportApp, graded_class, url
 
 from attention_course.grading.lms import (
     CANVAS_FIXED,
@@ -29,7 +26,6 @@ from attention_course.grading.lms import (
     read_roster,
     totals,
 )
-from conftest import REPO
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:nbgrader.api")  # SQLAlchemy's autoflush notes
 
@@ -47,35 +43,11 @@ Dan,Dane,D-4,dan,dan@uni.example
 """
 
 
-class _App(Configurable):
-    """What `nbgrader export` hands its exporter: the course directory."""
-
-    def __init__(self, root: Path):
-        super().__init__()
-        self.coursedir = CourseDirectory(root=str(root))
-
-
 @pytest.fixture(scope="module")
 def _graded(tmp_path_factory) -> Path:
-    """ada: late (0.5 off) with a teacher's manual 3.5; bo: full marks; cy: in nbgrader only, nothing submitted."""
-    root = tmp_path_factory.mktemp("lms") / "course"
-    root.mkdir()
-    for name in ("nbgrader_config.py", "course.toml"):
-        shutil.copy(REPO / name, root / name)
-    db = gradebook(root / "gradebook.db", students=("ada", "bo", "cy"))
-    submit(
-        db,
-        "ada",
-        {"test_raw_scores": 2.0, "test_scaled_dot_product_attention": 1.0},
-        DUE + datetime.timedelta(hours=3),
-        late={"01_scaling_problem": 0.5},
-    )
-    with Gradebook(url(db)) as gb:
-        gb.find_grade(
-            "test_scaled_dot_product_attention", "02_scaled_dot_product_attention", A, "ada"
-        ).manual_score = 3.5
-        gb.db.commit()
-    submit(db, "bo", {"test_raw_scores": 2.0, "test_scaled_dot_product_attention": 4.0}, DUE)
+    """small_gradebook's class (ada late with a manual grade, bo full marks, cy in nbgrader only),
+    and the two LMS rosters."""
+    root = graded_class(tmp_path_factory.mktemp("lms") / "course")
     (root / "canvas_roster.csv").write_text(CANVAS_ROSTER, encoding="utf-8")
     (root / "moodle_roster.csv").write_text(MOODLE_ROSTER, encoding="utf-8")
     return root
@@ -89,7 +61,7 @@ def course(_graded, tmp_path) -> Path:
 
 def _export(plugin_class, root: Path, **traits) -> tuple[list[list[str]], str]:
     """Run an LMS exporter as `nbgrader export` would: (the table it wrote, its missing.txt)."""
-    plugin = plugin_class(parent=_App(root), **traits)
+    plugin = plugin_class(parent=ExportApp(root), **traits)
     with Gradebook(url(root / "gradebook.db")) as gb:
         plugin.export(gb)
     written = Path(traits.get("to") or root / plugin_class.default_file)
