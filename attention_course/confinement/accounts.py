@@ -48,8 +48,10 @@ class Lease:
             self.fd = -1
 
 
-def lease(locks: Path = LOCKS, most: int = MOST) -> Lease:
-    """The first account nobody holds, created when missing, with nothing left running under it."""
+def lease(locks: Path = LOCKS, most: int = MOST, prefix: str = PREFIX) -> Lease:
+    """The first account nobody holds, created when missing, with nothing left running under it.
+    `locks` and `prefix` go together: another lock folder with the same accounts would let two
+    holders share (and sweep) one account."""
     if os.geteuid() != 0:
         raise NoAccount("per-student accounts need root")
     locks.mkdir(parents=True, exist_ok=True)
@@ -62,12 +64,12 @@ def lease(locks: Path = LOCKS, most: int = MOST) -> Lease:
             os.close(fd)
             continue
         try:
-            uid, gid = account(f"{PREFIX}{n}")
+            uid, gid = account(f"{prefix}{n}")
             sweep(uid)
         except BaseException:
             os.close(fd)
             raise
-        return Lease(f"{PREFIX}{n}", uid, gid, fd)
+        return Lease(f"{prefix}{n}", uid, gid, fd)
     raise NoAccount(f"all {most} grading accounts are in use")
 
 
