@@ -111,14 +111,18 @@ class Stop(str):
     """Why `watch` stopped a process: an English sentence that also carries its kind and limit."""
 
     def __new__(cls, kind: str, limit: float):
+        size = f"{limit:.1f} GiB" if limit >= 1 else f"{limit * 1024:.0f} MiB"
         text = (
-            f"it used more than {limit:.1f} GiB of memory and was stopped"
+            f"it used more than {size} of memory and was stopped"
             if kind == "memory"
             else f"it ran longer than {limit:.0f} s (an endless loop or a long sleep?) and was stopped"
         )
         stop = super().__new__(cls, text)
         stop.kind, stop.limit = kind, limit
         return stop
+
+    def __reduce__(self):  # pickled (to a Dask scheduler) as what it was made from
+        return Stop, (self.kind, self.limit)
 
 
 def watch(proc: subprocess.Popen, memory: int, seconds: float) -> str:
@@ -129,7 +133,11 @@ def watch(proc: subprocess.Popen, memory: int, seconds: float) -> str:
     """
     start = time.monotonic()
     reason = ""
-    root = psutil.Process(proc.pid)
+    try:
+        root = psutil.Process(proc.pid)
+    except psutil.NoSuchProcess:  # already waited for: nothing left to watch
+        proc.wait()
+        return reason
     tree: list[psutil.Process] = []
     refreshed = -TREE_REFRESH
     while proc.poll() is None:

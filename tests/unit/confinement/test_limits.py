@@ -208,3 +208,18 @@ def test_the_watched_process_itself_is_not_counted_only_what_it_started():
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     assert limits.watch(proc, memory=96 * MiB, seconds=20) == ""
     assert proc.returncode == 0
+
+
+def test_a_stop_under_a_gib_says_mib_and_survives_pickling():
+    import pickle
+
+    small = limits.Stop("memory", 40 / 1024)
+    assert "40 MiB" in small
+    again = pickle.loads(pickle.dumps(small))
+    assert again == small and (again.kind, again.limit) == ("memory", 40 / 1024)
+
+
+def test_watching_a_process_already_waited_for_says_nothing_stopped_it():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    assert limits.watch(proc, memory=2**30, seconds=5) == ""
