@@ -18,8 +18,8 @@ SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "confine.py") 
 
 
 def write_policy(policy: Policy, policy_path: str) -> None:
-    """Write a policy file (mode 0600)."""
-    fd = os.open(policy_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    """Write a policy file (mode 0600); a link at its path is refused, never followed."""
+    fd = os.open(policy_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as f:
         os.fchmod(f.fileno(), 0o600)
         f.write(policy.to_json())

@@ -167,3 +167,12 @@ def test_stop_kills_what_does_not_end_on_the_supervisors_signal():
     deaf = Deaf()
     launch.stop(deaf, wait=0.1)
     assert deaf.calls == [("signal", launch.signal.SIGUSR1), ("wait", 0.1), ("kill", None), ("wait", None)]
+
+
+def test_a_link_where_the_policy_goes_is_refused_and_its_target_untouched(tmp_path):
+    target = tmp_path / "teacher.txt"
+    target.write_text("keep")
+    (tmp_path / "policy.json").symlink_to(target)
+    with pytest.raises(OSError):
+        launch.write_policy(_policy(tmp_path), str(tmp_path / "policy.json"))
+    assert target.read_text() == "keep"
