@@ -113,6 +113,8 @@ class _LmsExport(ExportPlugin):
         ids = {(row[self.match()] or "").strip() for row in rows}
         wanted = [str(s) for s in self.student]
         known = [s for s in result.students if not wanted or s in wanted]
+        if wanted:  # the others' grades stay empty: the LMS leaves what it has for them alone
+            result.scores = {key: score for key, score in result.scores.items() if key[0] in wanted}
         unmatched_lms = sorted(i for i in ids if i and i not in result.students)
         unmatched_lms += [
             " ".join(str(v or "") for v in list(row.values())[:2]) + " (no id)"

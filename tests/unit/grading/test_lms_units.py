@@ -167,9 +167,11 @@ def test_moodle_by_its_default_column_finds_nobody_when_the_ids_are_elsewhere(co
     assert "not in nbgrader (empty grade): A-1" in missing and "not in the LMS roster (not in the file): ada" in missing
 
 
-def test_only_the_students_asked_for_are_reported_missing_from_the_roster(course):
-    _, missing = _export(CanvasGrades, course, roster=str(course / "canvas_roster.csv"), student=["ada"])
+def test_only_the_students_asked_for_get_a_grade_or_are_reported_missing_from_the_roster(course):
+    table, missing = _export(CanvasGrades, course, roster=str(course / "canvas_roster.csv"), student=["ada"])
     assert "cy" not in missing
+    grades = {row[3]: row[-1] for row in table[2:]}
+    assert grades["ada"] == "5" and grades["bo"] == "", "only ada's grade is filled in"
     _, missing = _export(CanvasGrades, course, roster=str(course / "canvas_roster.csv"), student=["cy"])
     assert "in nbgrader, not in the LMS roster (not in the file): cy" in missing
 
