@@ -25,14 +25,21 @@ TRANSLATION = "@jupyterlab/translation-extension:plugin"
 
 def locale_config(name: str, locale: str) -> Path:
     """A Jupyter config folder whose only setting is JupyterLab's locale (written once, in this
-    Python environment: the course folder stays as it is)."""
-    folder = Path(sys.prefix) / "etc" / "attention-course" / f"jupyter-{name}"
-    overrides = folder / "labconfig" / "default_setting_overrides.json"
+    Python environment, or in the user's cache folder where the environment is read-only: the
+    course folder stays as it is)."""
     want = json.dumps({TRANSLATION: {"locale": locale}}, indent=1) + "\n"
-    if not overrides.exists() or overrides.read_text() != want:
-        overrides.parent.mkdir(parents=True, exist_ok=True)
-        overrides.write_text(want)
-    return folder
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    for top in (Path(sys.prefix) / "etc", cache):
+        folder = top / "attention-course" / f"jupyter-{name}"
+        overrides = folder / "labconfig" / "default_setting_overrides.json"
+        try:
+            if not overrides.exists() or overrides.read_text() != want:
+                overrides.parent.mkdir(parents=True, exist_ok=True)
+                overrides.write_text(want)
+            return folder
+        except OSError:
+            continue
+    raise SystemExit(f"cannot write JupyterLab's language setting under {sys.prefix} or {cache}")
 
 
 def command(name: str, args: list[str], root: Path | None = None) -> tuple[list[str], dict[str, str]]:

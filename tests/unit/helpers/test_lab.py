@@ -127,3 +127,13 @@ def test_main_hands_the_process_to_jupyter_lab_with_the_settings_added(tmp_path,
     assert file == argv[0] == _jupyter() and argv[1:] == ["lab", _start("en"), "--no-browser"]
     assert env["JUPYTER_CONFIG_PATH"] == str(tmp_path / "binder" / "jupyter")
     assert env["PYTHONPATH"] == str(tmp_path / "binder") and env["ATTENTION_TEST_MARK"] == "kept"
+
+
+def test_a_read_only_environment_keeps_the_locale_in_the_users_cache(tmp_path, monkeypatch):
+    blocked = tmp_path / "prefix"
+    blocked.write_text("a file where the environment's etc/ would be: nothing can be made under it")
+    monkeypatch.setattr(lab.sys, "prefix", str(blocked))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = lab.locale_config("zh-CN", "zh_CN")
+    assert folder == tmp_path / "cache" / "attention-course" / "jupyter-zh-CN"
+    assert json.loads(_overrides(folder).read_text()) == {lab.TRANSLATION: {"locale": "zh_CN"}}
