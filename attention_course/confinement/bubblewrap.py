@@ -26,6 +26,16 @@ def bwrap_path() -> str:
     return shutil.which("bwrap") or BWRAP
 
 
+def missing() -> str:
+    """Why bubblewrap cannot be run here ('' when it can)."""
+    path = bwrap_path()
+    return (
+        ""
+        if os.access(path, os.X_OK)
+        else f"bubblewrap: no runnable bwrap at {path} or on PATH (apt-get install bubblewrap)"
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class Host:
     """What the bubblewrap command line depends on outside the policy: facts of this machine."""

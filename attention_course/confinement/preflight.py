@@ -8,9 +8,8 @@ from __future__ import annotations
 import os
 import stat
 
-from . import accounts, linux
-from .bubblewrap import bwrap_path
-from .policy import BWRAP, LAYERS, SANDBOX_USER, Policy, Unavailable
+from . import accounts, bubblewrap, linux
+from .policy import LAYERS, SANDBOX_USER, Policy, Unavailable
 
 
 def sandbox_user(create: bool = True) -> tuple[int, int]:
@@ -107,8 +106,8 @@ def preflight(policy: Policy) -> dict:
         reason = linux.landlock_reason(linux.landlock_abi())
         if reason:
             raise Unavailable("landlock", reason)
-    if "bwrap" in policy.layers and not os.access(bwrap_path(), os.X_OK):
-        raise Unavailable("bwrap", f"bubblewrap: {BWRAP} not found (apt-get install bubblewrap)")
+    if "bwrap" in policy.layers and bubblewrap.missing():
+        raise Unavailable("bwrap", bubblewrap.missing())
     uid = gid = None
     if "user" in policy.layers:
         if os.geteuid() != 0:
@@ -118,7 +117,7 @@ def preflight(policy: Policy) -> dict:
             gid = policy.gid if policy.gid is not None else policy.uid
         else:
             uid, gid = sandbox_user()
-        if uid == 0 or gid == 0:
+        if uid <= 0 or gid <= 0:
             raise Unavailable("user", f"uid {uid} / gid {gid} is not an unprivileged user")
     # RLIMIT_NPROC counts the tasks of a uid in a user namespace. Each program gets a count of its
     # own: a leased uid of its own (`user`; accounts.py), bubblewrap's user namespace, or one the

@@ -9,10 +9,9 @@ import subprocess
 import sys
 import tempfile
 
-from . import linux
-from .bubblewrap import bwrap_path
+from . import bubblewrap, linux
 from .launch import run
-from .policy import BWRAP, LAYERS, Policy, default_read_paths
+from .policy import LAYERS, Policy, default_read_paths
 
 _PROBE_CACHE: dict = {}
 
@@ -50,10 +49,7 @@ def probe(python: str = sys.executable, layers=LAYERS) -> dict[str, str | None]:
         if layer == "landlock":
             result[layer] = linux.landlock_reason(linux.landlock_abi()) or _try(python, ["landlock"])
         elif layer == "bwrap":
-            if not os.access(bwrap_path(), os.X_OK):
-                result[layer] = f"bubblewrap: {BWRAP} not found (apt-get install bubblewrap)"
-            else:
-                result[layer] = _try(python, ["bwrap"])
+            result[layer] = bubblewrap.missing() or _try(python, ["bwrap"])
         elif layer == "user":
             if os.geteuid() != 0:
                 result[layer] = "user: only when grading runs as root"
@@ -62,7 +58,7 @@ def probe(python: str = sys.executable, layers=LAYERS) -> dict[str, str | None]:
             if alone is None:
                 result[layer] = None
                 continue
-            with_bwrap = _try(python, ["bwrap", "user"]) if os.access(bwrap_path(), os.X_OK) else "no bwrap"
+            with_bwrap = _try(python, ["bwrap", "user"]) if not bubblewrap.missing() else "no bwrap"
             if with_bwrap is None:
                 result[layer] = None
                 result["user without bwrap"] = f"user: works here only together with bwrap ({alone})"

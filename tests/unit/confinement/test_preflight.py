@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from attention_course.confinement import linux, preflight, seccomp_filter
+from attention_course.confinement import bubblewrap, linux, preflight, seccomp_filter
 from attention_course.confinement.bubblewrap import bwrap_path
 from attention_course.confinement.policy import SANDBOX_USER, Policy, Unavailable
 
@@ -66,9 +66,10 @@ def test_a_write_folder_that_is_missing_or_relative_is_refused(tmp_path, monkeyp
 def test_a_missing_bubblewrap_is_refused_with_how_to_install_it(tmp_path, monkeypatch):
     not_executable = tmp_path / "bwrap"
     not_executable.write_text("")
-    monkeypatch.setattr(preflight, "bwrap_path", lambda: str(not_executable))
+    monkeypatch.setattr(bubblewrap, "bwrap_path", lambda: str(not_executable))
     refused = _refusal(_policy(tmp_path, layers=["bwrap"]))
     assert refused.layer == "bwrap" and "apt-get install bubblewrap" in refused.reason
+    assert str(not_executable) in refused.reason, "it names where it looked"
 
 
 @pytest.mark.skipif(ABI >= 1, reason="Landlock works here")
@@ -115,7 +116,7 @@ def test_as_root_the_user_layer_takes_the_policys_uid_and_its_own_process_count(
 
 
 @needs_root
-@pytest.mark.parametrize(("uid", "gid"), [(0, None), (0, GID), (UID, 0)])
+@pytest.mark.parametrize(("uid", "gid"), [(0, None), (0, GID), (UID, 0), (-1, None), (UID, -1)])
 def test_as_root_the_user_layer_refuses_a_privileged_uid_or_gid(tmp_path, uid, gid):
     refused = _refusal(_policy(tmp_path, layers=["user"], uid=uid, gid=gid))
     assert refused.layer == "user" and "is not an unprivileged user" in refused.reason
