@@ -136,7 +136,8 @@ class CellGrades(_CourseExport):
                         for grade in sorted(notebook.grades, key=lambda g: g.name):
                             item = next((i for i in course.items_in(notebook.name) if i.test_cell == grade.name), None)
                             reason = comments.get(item.answer_cell, "") if item else ""
-                            full = reason == "No response." and grade.score == grade.max_score
+                            # at full marks (a teacher's manual grade included) no reason stands
+                            full = grade.score >= grade.max_score
                             writer.writerow(
                                 [
                                     submission.student.id,

@@ -143,3 +143,11 @@ def test_grades_by_cell_keeps_to_the_students_asked_for_and_writes_where_told(co
     rows = _export(CellGrades, course, student=["ada"], to=str(tmp_path / "cells.csv"))
     assert {row[0] for row in rows[1:]} == {"ada"} and len(rows) == 3
     assert not (course / "grades_by_cell.csv").exists()
+
+
+def test_a_teachers_full_manual_grade_leaves_no_automatic_reason_beside_it(course):
+    with Gradebook(url(course / "gradebook.db")) as gb:
+        gb.find_grade("test_scaled_dot_product_attention", NB2, A, "ada").manual_score = 4.0
+        gb.db.commit()
+    row = next(r for r in _export(CellGrades, course)[1:] if r[0] == "ada" and r[2] == NB2)
+    assert row[4:] == ["4", "4", ""]
