@@ -90,6 +90,10 @@ def account(name: str) -> tuple[int, int]:
             text=True,
             check=False,
         )
+        if done.returncode == 9 and attempt >= 3:  # "exists", again and again, yet not found by name
+            raise NoAccount(f"useradd says {name} exists, but it cannot be looked up: {done.stderr.strip()}")
+        if done.returncode == 9:
+            time.sleep(0.1)
         if done.returncode not in (0, 9):  # 9: created meanwhile by another grader
             if attempt == 49:
                 raise NoAccount(f"useradd {name} failed: {done.stderr.strip()}")

@@ -122,3 +122,18 @@ def test_a_sweep_kills_every_process_of_its_uid_and_nothing_else():
         for process in [*theirs, ours]:
             process.kill()
             process.wait()
+
+
+def test_an_account_useradd_calls_existing_but_nobody_finds_is_refused_in_a_few_tries(monkeypatch):
+    calls = []
+
+    def useradd(argv, **kwargs):
+        calls.append(argv)
+        return subprocess.CompletedProcess(argv, 9, "", f"useradd: user '{argv[-1]}' already exists")
+
+    monkeypatch.setattr(accounts.subprocess, "run", useradd)
+    monkeypatch.setattr(accounts.pwd, "getpwnam", lambda name: (_ for _ in ()).throw(KeyError(name)))
+    monkeypatch.setattr(accounts.time, "sleep", lambda seconds: None)
+    with pytest.raises(accounts.NoAccount, match="exists, but it cannot be looked up"):
+        accounts.account("attention-sandbox-ghost")
+    assert len(calls) == 4
