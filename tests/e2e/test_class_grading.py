@@ -11,8 +11,8 @@ whose kernel stops answering, in a cell before a right answer: "flooder" prints 
 message (zmq drops it, and the output stops arriving), "stubborn" (in the Chinese edition) loops
 with a bare `except:` that swallows the interrupt at the cell's time limit. Every
 student must get a row: the right ones full marks, every other one 0 where it broke, with the
-reason; nobody waits on another; both runs give the same tables to the byte; the submissions are
-unchanged and nothing is left in the system's temporary folder. The bound: each student's
+reason; nobody waits on another; the three runs, graded at the same time, give the same tables to
+the byte; the submissions are unchanged and nothing is left in the system's temporary folder. The bound: each student's
 nbgrader process gets `--student-seconds 30` plus the trusted grader's bound on one looping
 exercise (`--seconds 5`: 25 s; slot.student_bound), 55 s; the run as a whole is held to its test
 timeout.
@@ -20,12 +20,12 @@ timeout.
 
 from __future__ import annotations
 
+import concurrent.futures
 import csv
 import hashlib
 import json
 import os
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -163,20 +163,30 @@ def _leftovers() -> set[Path]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """The three runs at once, on purpose: five students graded side by side on two cores, beside
+    whatever the other test worker runs. Their tables must still agree to the byte (a verdict may
+    not depend on how many are graded at once or how busy the machine is); how much faster
+    JOBS=2 is than JOBS=1 is `make bench`'s to measure, on a quiet machine."""
     results = {}
-    for jobs in RUNS:
-        before = _leftovers()
-        start = time.monotonic()
+    folders = {jobs: tmp_path_factory.mktemp(f"class{jobs}") for jobs in RUNS}
+    before = _leftovers()
+
+    def one(jobs):
         course, cells, output = grade_class(
-            tmp_path_factory.mktemp(f"class{jobs}"),
+            folders[jobs],
             write_class,
             jobs=2 if jobs == DASK else jobs,
             scheduler="local" if jobs == DASK else "",
             args=f"--student-seconds {STUDENT_SECONDS} --seconds {TRUSTED_SECONDS} --cell-timeout 10",
             expect_ok=False,
-            before_grading=lambda root, jobs=jobs: results.setdefault(("digests", jobs), _digests(root / "submitted")),
+            before_grading=lambda root: results.setdefault(("digests", jobs), _digests(root / "submitted")),
         )
-        results[jobs] = (course, cells, output, time.monotonic() - start, _leftovers() - before)
+        results[jobs] = (course, cells, output)
+
+    with concurrent.futures.ThreadPoolExecutor(len(RUNS)) as pool:
+        for future in [pool.submit(one, jobs) for jobs in RUNS]:
+            future.result()
+    results["left behind"] = _leftovers() - before
     return results
 
 
@@ -191,7 +201,7 @@ def test_every_student_has_a_row_and_the_right_ones_full_marks(runs, jobs):
 
 @pytest.mark.parametrize("jobs", RUNS)
 def test_a_stuck_grader_costs_only_its_student_with_the_reason(runs, jobs):
-    course, cells, output, seconds, _ = runs[jobs]
+    course, cells, output = runs[jobs]
     stuck = rows(cells, "stuck")
     assert stuck and all(r["score"] == "0" and "grading was stopped" in r["reason"] for r in stuck), stuck
     assert f"longer than {student_bound(STUDENT_SECONDS, TRUSTED_SECONDS):.0f} s" in stuck[0]["reason"]
@@ -252,13 +262,12 @@ def test_dask_grades_on_two_workers_and_merges_as_results_arrive(runs):
     assert journal[0].get("start") and journal[-1].get("end"), journal
 
 
-def test_two_jobs_grade_in_two_places_and_faster(runs):
+def test_two_jobs_grade_in_two_places(runs):
     assert sorted(p.name for p in (runs[2][0] / "build" / "grading" / "slots").iterdir()) == ["slot0", "slot1"]
-    assert runs[2][3] < runs[1][3], (runs[1][3], runs[2][3])
 
 
 @pytest.mark.parametrize("jobs", RUNS)
 def test_submissions_are_unchanged_and_nothing_is_left_behind(runs, jobs):
     course = runs[jobs][0]
     assert _digests(course / "submitted") == runs[("digests", jobs)]
-    assert not runs[jobs][4], runs[jobs][4]
+    assert not runs["left behind"], runs["left behind"]
