@@ -3,7 +3,7 @@
 In a throw-away copy of the course, with a canary planted in `source/` and in another student's
 folder, a secret in the grader's own environment and a TCP listener on loopback, `make grade`
 grades the escapers and faulty students of `tests/attacks.py` next to an honest control student,
-once confined by Landlock alone and once by bubblewrap alone. Every attempt must gain nothing:
+once confined by Landlock alone and once by bubblewrap alone, both at once. Every attempt must gain nothing:
 its exercise scores 0, no attempt reports success, the control student keeps full marks, the
 course's files hash the same before and after, the canary and the secret appear in no output, no
 process of the class is left, and the listener sees no connection. Under CI=true a layer this
@@ -12,6 +12,7 @@ machine cannot offer is a failure, not a skip.
 
 from __future__ import annotations
 
+import concurrent.futures
 import csv
 import hashlib
 import os
@@ -62,17 +63,14 @@ class Listener:
             conn.close()
 
 
-@pytest.fixture(scope="module", params=["landlock", "bwrap"])
-def graded(request, tmp_path_factory):
-    layer = request.param
-    why_not = confine.probe().get(layer)
-    if why_not:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{layer} is not available on this CI machine: {why_not}")
-        pytest.skip(f"{layer} is not available here: {why_not}")
+LAYERS = ["landlock", "bwrap"]
+
+
+def _grade_under(layer: str, folder: Path) -> dict:
+    """The attacks and a control student, graded with only `layer` confining them."""
     token = f"canary-{secrets.token_hex(8)}"
     listener = Listener()
-    course_root = copy_course(tmp_path_factory.mktemp(f"attacks-{layer}") / "course")
+    course_root = copy_course(folder / "course")
     course = load(course_root)
     (course_root / "source" / "CANARY.txt").write_text(token)
     control = write_submission(course_root, "control", submission(course, {}, course.graded_notebooks()), "attention")
@@ -99,8 +97,6 @@ def graded(request, tmp_path_factory):
         timeout=1800,
         env={"ATTENTION_TEST_SECRET": token},
     )
-    import csv
-
     with open(course_root / "grades_by_cell.csv") as handle:
         cells = {(r["student"], r["cell"]): r for r in csv.DictReader(handle)}
     return {
@@ -115,6 +111,27 @@ def graded(request, tmp_path_factory):
         "before": before,
         "layer": layer,
     }
+
+
+@pytest.fixture(scope="module")
+def _every_layer(tmp_path_factory) -> dict:
+    """Each layer this machine has, graded at the same time (two classes of attacks on two cores:
+    the confinement must hold on a busy machine too); a layer it lacks, with why."""
+    why_not = {layer: confine.probe().get(layer) for layer in LAYERS}
+    folders = {layer: tmp_path_factory.mktemp(f"attacks-{layer}") for layer in LAYERS}
+    with concurrent.futures.ThreadPoolExecutor(len(LAYERS)) as pool:
+        futures = {layer: pool.submit(_grade_under, layer, folders[layer]) for layer in LAYERS if not why_not[layer]}
+        return {layer: futures[layer].result() if layer in futures else why_not[layer] for layer in LAYERS}
+
+
+@pytest.fixture(scope="module", params=LAYERS)
+def graded(request, _every_layer):
+    result = _every_layer[request.param]
+    if isinstance(result, str):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{request.param} is not available on this CI machine: {result}")
+        pytest.skip(f"{request.param} is not available here: {result}")
+    return result
 
 
 def _row(graded, student, item):

@@ -15,6 +15,7 @@ process, as formgrader runs it, to see that grading changes nothing of the proce
 
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import gc
 import json
@@ -100,34 +101,46 @@ def gradebook_cells(root: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def three_ways(tmp_path_factory):
+    """The three ways at the same time, each on its own copy of the course (and so, beside the
+    others' load, each on a busy machine)."""
     courses = {}
     for way in ("make grade", "nbgrader autograde", "formgrader"):
         root = copy_course(tmp_path_factory.mktemp(way.replace(" ", "_")) / "course")
         write_class(root)
         courses[way] = root
-    proc = run(["make", "grade", f"VENV={REPO / '.venv'}"], cwd=courses["make grade"], timeout=1800)
-    assert f"Graded {len(STUDENTS)} and kept 0 of {len(STUDENTS)}" in proc.stdout, describe(proc)
-    root = courses["nbgrader autograde"]
-    run(["nbgrader", "generate_assignment", "attention", "--force"], cwd=root, check=True)
-    proc = run(["nbgrader", "autograde", "attention"], cwd=root, timeout=1800)
-    assert proc.returncode == 0, describe(proc)
-    root = courses["formgrader"]
-    run(["nbgrader", "generate_assignment", "attention", "--force"], cwd=root, check=True)
     server = {}
-    with jupyterlab(root, teacher=True) as url:
-        port = int(url.rsplit(":", 1)[1])
-        pid = next(p.pid for p in psutil.process_iter(["cmdline"]) if f"--port={port}" in (p.info["cmdline"] or []))
-        before = psutil.Process(pid)
-        for student in STUDENTS:
-            request = urllib.request.Request(
-                f"{url}/formgrader/api/submission/attention/{student}/autograde",
-                method="POST",
-                data=b"",
-                headers={"Authorization": f"token {TOKEN}"},
-            )
-            with urllib.request.urlopen(request, timeout=900) as response:
-                server[student] = json.loads(response.read())
-        server["children after"] = [p.cmdline() for p in before.children(recursive=True)]
+
+    def make_grade():
+        proc = run(["make", "grade", f"VENV={REPO / '.venv'}"], cwd=courses["make grade"], timeout=1800)
+        assert f"Graded {len(STUDENTS)} and kept 0 of {len(STUDENTS)}" in proc.stdout, describe(proc)
+
+    def nbgrader_autograde():
+        root = courses["nbgrader autograde"]
+        run(["nbgrader", "generate_assignment", "attention", "--force"], cwd=root, check=True)
+        proc = run(["nbgrader", "autograde", "attention"], cwd=root, timeout=1800)
+        assert proc.returncode == 0, describe(proc)
+
+    def formgrader():
+        root = courses["formgrader"]
+        run(["nbgrader", "generate_assignment", "attention", "--force"], cwd=root, check=True)
+        with jupyterlab(root, teacher=True) as url:
+            port = int(url.rsplit(":", 1)[1])
+            pid = next(p.pid for p in psutil.process_iter(["cmdline"]) if f"--port={port}" in (p.info["cmdline"] or []))
+            before = psutil.Process(pid)
+            for student in STUDENTS:
+                request = urllib.request.Request(
+                    f"{url}/formgrader/api/submission/attention/{student}/autograde",
+                    method="POST",
+                    data=b"",
+                    headers={"Authorization": f"token {TOKEN}"},
+                )
+                with urllib.request.urlopen(request, timeout=900) as response:
+                    server[student] = json.loads(response.read())
+            server["children after"] = [p.cmdline() for p in before.children(recursive=True)]
+
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        for future in [pool.submit(way) for way in (make_grade, nbgrader_autograde, formgrader)]:
+            future.result()
     return courses, server
 
 
