@@ -61,16 +61,14 @@ def write_tables(course: Course, subs: list[Submission], seed, layers: list[str]
         ),
         encoding="utf-8",
     )
-    for exporter, table in (("NotebookGrades", "grades.csv"), ("CellGrades", "grades_by_cell.csv")):
-        proc = nbgrader(
-            [
-                "export",
-                f"--exporter=attention_course.grading.export.{exporter}",
-                f"--to={course.root / table}",
-                f"--{exporter}.run_record={record}",
-            ],
-            course.root,
-            course.root,
-        )
-        if proc.returncode != 0:
-            raise SystemExit(f"nbgrader export ({exporter}) failed:\n{proc.last_error()}")
+    runs = [
+        [
+            f"--exporter=attention_course.grading.export.{exporter}",
+            f"--to={course.root / table}",
+            f"--{exporter}.run_record={record}",
+        ]
+        for exporter, table in (("NotebookGrades", "grades.csv"), ("CellGrades", "grades_by_cell.csv"))
+    ]
+    proc = nbgrader(["export-tables", json.dumps(runs)], course.root, course.root)
+    if proc.returncode != 0:
+        raise SystemExit(f"nbgrader export (grades.csv, grades_by_cell.csv) failed:\n{proc.last_error()}")

@@ -6,6 +6,8 @@
 The second form is how `make grade` grades a group of students in its course folder: one
 process runs nbgrader's own API (as formgrader does) to autograde each student and then to
 generate their feedback, with the course's nbgrader_config.py and the given settings on top.
+A third, `export-tables '[[<nbgrader export arguments>], ...]'`, runs nbgrader's export once for
+each list of arguments, in one process (how `make grade` writes its two tables).
 
 It is nbgrader itself, unpatched: what made nbgrader slow to start here is gone from the
 environment instead (jsonschema is pinned below the release whose format checkers compile IRI
@@ -43,7 +45,24 @@ def grade_group(assignment: str, students: list[str], settings: dict, log) -> in
     return int(status)
 
 
+def export_tables(runs: list[list[str]]) -> int:
+    """`nbgrader export` once for each command line of `runs`, in this one process (each table is
+    nbgrader's ExportApp with its own exporter; one interpreter start instead of one a table)."""
+    from nbgrader.apps.exportapp import ExportApp
+
+    for argv in runs:
+        app = ExportApp()
+        app.initialize(argv)
+        app.start()
+        ExportApp.clear_instance()
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["export-tables"]:
+        import json
+
+        sys.exit(export_tables(json.loads(sys.argv[2])))
     if sys.argv[1:2] == ["grade-group"]:
         import json
 

@@ -176,15 +176,17 @@ def exports(monkeypatch):
     calls = []
 
     def export_here(args: list[str], cwd: Path, course: Path, *rest) -> Ended:
-        options = dict(arg.removeprefix("--").split("=", 1) for arg in args[1:])
-        record = Path(options[f"{options['exporter'].rsplit('.', 1)[1]}.run_record"])
-        calls.append((args, cwd, course, json.loads(record.read_text(encoding="utf-8"))))
-        exporter = import_item(options.pop("exporter"))
-        plugin = exporter(parent=_App(course), to=options.pop("to"))
-        plugin.run_record = options.pop(f"{exporter.__name__}.run_record")
-        assert args[0] == "export" and not options, options
-        with Gradebook(url(paths(course).gradebook)) as gb:
-            plugin.export(gb)
+        assert args[0] == "export-tables" and len(args) == 2, args
+        for argv in json.loads(args[1]):
+            options = dict(arg.removeprefix("--").split("=", 1) for arg in argv)
+            record = Path(options[f"{options['exporter'].rsplit('.', 1)[1]}.run_record"])
+            calls.append((argv, cwd, course, json.loads(record.read_text(encoding="utf-8"))))
+            exporter = import_item(options.pop("exporter"))
+            plugin = exporter(parent=_App(course), to=options.pop("to"))
+            plugin.run_record = options.pop(f"{exporter.__name__}.run_record")
+            assert not options, options
+            with Gradebook(url(paths(course).gradebook)) as gb:
+                plugin.export(gb)
         return Ended(args, 0, "", "")
 
     monkeypatch.setattr(merging, "nbgrader", export_here)
@@ -198,7 +200,7 @@ def test_the_tables_carry_this_runs_seed_and_layers_or_those_of_the_run_that_gra
     kept = Submission("bo", A, kept={"seed": 5, "confinement": "landlock", "problems": "from before"})
     write_tables(course, [fresh, kept], lambda sub: {"ada": 42}[sub.student], ["bwrap", "landlock"])
     record = course.root / "build" / "grading" / "run.json"
-    assert [call[0][1] for call in exports] == [
+    assert [call[0][0] for call in exports] == [
         "--exporter=attention_course.grading.export.NotebookGrades",
         "--exporter=attention_course.grading.export.CellGrades",
     ]
@@ -237,6 +239,6 @@ def test_a_failed_export_stops_the_run_with_nbgraders_error(course, monkeypatch)
     monkeypatch.setattr(merging, "nbgrader", failing)
     with pytest.raises(SystemExit) as stopped:
         write_tables(course, [Submission("ada", A)], lambda sub: 7, ["bwrap"])
-    assert "nbgrader export (NotebookGrades) failed" in str(stopped.value)
+    assert "nbgrader export (grades.csv, grades_by_cell.csv) failed" in str(stopped.value)
     assert "no such column: grade.score" in str(stopped.value)
     assert len(calls) == 1, "the second table is not attempted"

@@ -43,3 +43,21 @@ def test_the_script_is_nbgrader_and_its_gradebook_is_nbgraders(tmp_path):
 
     (version,) = sqlite3.connect(course / "gradebook.db").execute("SELECT version_num FROM alembic_version").fetchone()
     assert version == _migrations_head()
+
+
+def test_export_tables_runs_nbgraders_export_once_for_each_table_in_one_process(tmp_path):
+    import json
+
+    from small_gradebook import graded_class
+
+    course = graded_class(tmp_path / "course")
+    runs = [
+        [f"--exporter=attention_course.grading.export.{exporter}", f"--to={tmp_path / table}"]
+        for exporter, table in (("NotebookGrades", "grades.csv"), ("CellGrades", "cells.csv"))
+    ]
+    script = REPO / "attention_course/grading/nbgrader_cli.py"
+    run([sys.executable, script, "export-tables", json.dumps(runs)], cwd=course, check=True)
+    grades = (tmp_path / "grades.csv").read_text().splitlines()
+    cells = (tmp_path / "cells.csv").read_text().splitlines()
+    assert grades[0].startswith("student,") and any(line.startswith("bo,") for line in grades)
+    assert cells[0].startswith("student,") and len(cells) == 5  # two cells of ada's and bo's
