@@ -28,7 +28,8 @@ PRELOAD = (
     "torch",
     "numpy",
     "ipykernel.kernelapp",
-)  # what every kernel imports (not matplotlib: its backend is chosen at import)
+    "matplotlib.pyplot",  # its backend is set again in each kernel, from the kernel's environment
+)  # what every kernel imports
 ANSWER_SECONDS = 60.0  # a starter that does not answer a request in this time is stopped
 
 

@@ -1,6 +1,6 @@
-"""The warm starter: one confined Python per student that has imported PyTorch and ipykernel once,
-from which each notebook's kernel is forked (a fresh kernel spends about two seconds of processor
-time importing them; a forked one about a quarter of a second).
+"""The warm starter: one confined Python per student that has imported PyTorch, ipykernel and
+matplotlib once, from which each notebook's kernel is forked (a fresh kernel spends about two
+seconds of processor time importing them; a forked one about a quarter of a second).
 
 It is run confined, as the student's kernels are (`python -c <this file> <modules>`, never
 imported by the grader: only the standard library at the top), and speaks JSON lines: requests on
@@ -27,6 +27,7 @@ import sys
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"  # ipykernel's default
 
 
 def _children_of() -> dict[int, list[int]]:
@@ -99,6 +100,11 @@ def become_kernel(request: dict, closing: list[int]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    if "matplotlib" in sys.modules:
+        # imported before this kernel's environment was known: the backend a kernel started on its
+        # own would pick (its MPLBACKEND, else the inline one ipykernel asks for); none is loaded yet
+        backend = os.environ.get("MPLBACKEND") or INLINE_BACKEND
+        sys.modules["matplotlib"].rcParams["backend"] = backend
     random.seed()  # a fresh process's random state, not the starter's
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()

@@ -163,3 +163,36 @@ def test_the_starter_is_closed_to_its_kernels_and_a_kernel_is_as_open_as_one_sta
     assert parent != os.getpid() and parent != starter.proc.pid
     assert _readable_without_privileges(kernel.pid)
     assert not _readable_without_privileges(parent), "the warm starter can be read by a kernel of its account"
+
+
+BACKEND = """
+import json, sys
+preloaded = "matplotlib" in sys.modules
+import matplotlib
+with open("started.txt", "a") as handle:
+    handle.write(json.dumps([preloaded, matplotlib.rcParams._get("backend")]) + "\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    ("env", "backend"),
+    [({}, "module://matplotlib_inline.backend_inline"), ({"MPLBACKEND": "svg"}, "svg")],
+    ids=["as ipykernel asks", "as the environment says"],
+)
+def test_a_preloaded_matplotlib_draws_with_the_backend_of_the_kernels_own_environment(tmp_path, env, backend):
+    (tmp_path / "fake_kernel.py").write_text(BACKEND)
+    os.chmod(tmp_path, 0o755)
+    policy = confine.Policy(
+        read=confine.default_read_paths(sys.executable),
+        write=[str(tmp_path)],
+        cwd=str(tmp_path),
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MPLCONFIGDIR": str(tmp_path), "MPLBACKEND": "agg"},
+        layers=[],
+    )
+    warm = WarmStarter(policy, str(tmp_path / "warm.json"), preload=("matplotlib.pyplot",))
+    try:
+        warm.start([sys.executable, "-m", "fake_kernel"], {"PATH": "/usr/bin:/bin", **env}, tmp_path).wait(60)
+        (line,) = _lines(tmp_path, 1)
+        assert json.loads(line) == [True, backend]
+    finally:
+        warm.close()
