@@ -77,7 +77,13 @@ def test_bench_grading_builds_its_classes(monkeypatch):
     assert any(figure.startswith("JOBS=2 vs JOBS=1") and not ok for figure, _, ok in table)
     assert g["grade_cpu_ratio"] == 0.3  # 6 processor seconds grading against 20 executing
     cpu_row = next((value, ok) for figure, value, ok in table if figure.endswith("processor time"))
-    assert cpu_row == (f"0.3x (6.0 s vs 20.0 s, measured by {bench.cpu_method()}; budget 1.1x)", True)
+    # the class of 3 graded with JOBS=1 took 6 processor seconds: 2 a student
+    assert g["class_cpu_per_student"] == 2.0 and g["class_cpu_ratio"] == 0.1
+    assert cpu_row == (
+        f"0.3x (6.0 s vs 20.0 s, measured by {bench.cpu_method()}; budget 1.1x); in the class of 3 with JOBS=1, "
+        "2.0 s a student, 0.1x",
+        True,
+    )
     assert runs[0][2] == () and runs[1][2] == ("--cold-kernels",)  # warm kernels are the default
     assert g["cold_cpu_ratio"] == 0.3 and g["cold_same_scores"]
     slower = bench.budgets(
