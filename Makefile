@@ -1,7 +1,7 @@
 # Attention course: every command a student, teacher, maintainer or CI needs.
 #   make lab            create .venv if needed, install everything, open JupyterLab on the course
 #                       (a student's JupyterLab; EDITION=zh-CN opens the Chinese edition in Chinese)
-#   make test           create .venv if needed, run the whole test suite (about 25 minutes on two cores)
+#   make test           create .venv if needed, run the whole test suite (about 30 minutes on two cores)
 #   make test-fast      the tests that start no kernel, browser or grading run (under a minute)
 #   make outputs        rebuild what is built from the sources: case file, stored outputs, editions, releases
 #                       (NOTEBOOKS="01_scaling_problem" re-runs only those notebooks)
