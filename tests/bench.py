@@ -109,7 +109,33 @@ def bench_notebooks() -> dict:
     return {"import_only_seconds": round(min(baselines), 2), "notebooks": rows}
 
 
-def bench_mha() -> dict:
+MHA_PROCESSES = 5
+
+
+def bench_mha(processes: int = MHA_PROCESSES) -> dict:
+    """The course's reference MHA against nn.MultiheadAttention, in `processes` fresh Pythons. One
+    process reads the ratio consistently from round to round, but from one process to the next it
+    moved between 0.84x and 1.37x here, so the figure is the median of the processes' ratios."""
+    code = "import json, bench; print(json.dumps(bench.mha_in_this_process()))"
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
+    )
+    runs = [
+        json.loads(
+            subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        )
+        for _ in range(processes)
+    ]
+    return {
+        "reference_ms": round(statistics.median(r["reference_ms"] for r in runs), 2),
+        "torch_ms": round(statistics.median(r["torch_ms"] for r in runs), 2),
+        "ratio": round(statistics.median(r["ratio"] for r in runs), 3),
+        "ratios": [r["ratio"] for r in runs],
+    }
+
+
+def mha_in_this_process() -> dict:
+    """One process's reading: the two timed in turn, five times, and each one's median taken."""
     from torch.utils import benchmark
 
     torch.manual_seed(0)
@@ -419,7 +445,12 @@ def budgets(r: dict) -> list[tuple[str, str, bool]]:
         for name, v in nbs.items()
     ]
     rows.append(
-        ("reference MHA vs nn.MultiheadAttention", f"{r['mha']['ratio']}x (budget 1.1x)", r["mha"]["ratio"] <= 1.1)
+        (
+            "reference MHA vs nn.MultiheadAttention",
+            f"{r['mha']['ratio']}x (budget 1.1x; the median of the processes' "
+            f"{', '.join(f'{x:g}' for x in r['mha'].get('ratios') or [r['mha']['ratio']])})",
+            r["mha"]["ratio"] <= 1.1,
+        )
     )
     for key in ("d_k_lab_ms", "num_heads_lab_ms"):
         rows.append(
