@@ -7,7 +7,10 @@ The second form is how `make grade` grades a group of students in its course fol
 process runs nbgrader's own API (as formgrader does) to autograde each student and then to
 generate their feedback, with the course's nbgrader_config.py and the given settings on top.
 A third, `export-tables '[[<nbgrader export arguments>], ...]'`, runs nbgrader's export once for
-each list of arguments, in one process (how `make grade` writes its two tables).
+each list of arguments, in one process (how `make grade` writes its two tables). A fourth,
+`zygote`, imports what grading needs once and then forks a child for each command line it is
+sent, which goes on as if started with it (`nbgrader_zygote.py`: how `make grade`'s slots start
+one process per student without importing nbgrader and PyTorch again for each).
 
 It is nbgrader itself, unpatched: what made nbgrader slow to start here is gone from the
 environment instead (jsonschema is pinned below the release whose format checkers compile IRI
@@ -59,6 +62,10 @@ def export_tables(runs: list[list[str]]) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["zygote"]:  # a warm process that forks one child per command line
+        from attention_course.grading.nbgrader_zygote import serve
+
+        sys.argv[1:] = serve()
     if sys.argv[1:2] == ["export-tables"]:
         import json
 

@@ -16,6 +16,10 @@ from pathlib import Path
 from attention_course.confinement import linux
 from attention_course.confinement.limits import kill_tree
 
+from .nbgrader_zygote import Zygote, ZygoteGone
+
+CLI = Path(__file__).with_name("nbgrader_cli.py")
+
 
 @dataclass
 class Ended:
@@ -34,13 +38,18 @@ class Ended:
 
 
 def nbgrader(
-    args: list[str], cwd: Path, course: Path, memory: int | None = None, timeout: float | None = None
+    args: list[str],
+    cwd: Path,
+    course: Path,
+    memory: int | None = None,
+    timeout: float | None = None,
+    zygote: Zygote | None = None,
 ) -> Ended:
     """Run nbgrader (started by attention_course/grading/nbgrader_cli.py) in a course folder, within a time bound
     and with its own process's memory bounded (the kernels have their own bounds); past either it
     is stopped with everything below it, and `Ended.stopped` says why. Its log is kept in
-    `build/grading/nbgrader-<command>.log` of that folder."""
-    cli = Path(__file__).with_name("nbgrader_cli.py")
+    `build/grading/nbgrader-<command>.log` of that folder. With a `zygote`, the process is forked
+    from that warm one (a fresh process if the zygote cannot fork)."""
     env = dict(
         os.environ,
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -48,24 +57,33 @@ def nbgrader(
         PYTHONPATH=os.pathsep.join([str(course), str(course / "course_helpers")]),
     )
     linux.libc()  # loaded here, not in the child between fork and exec
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(
-            [sys.executable, str(cli), *args],
-            cwd=cwd,
-            env=env,
-            stdout=out,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
+    log = cwd / "build" / "grading" / f"nbgrader-{args[0]}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w+") as out, tempfile.NamedTemporaryFile("w+") as err:
+        proc = None
+        if zygote is not None:
+            try:
+                with open(log.with_name("nbgrader-zygote.log"), "a") as own:
+                    proc = zygote.spawn(args, cwd, env, out.name, err.name, own)
+            except ZygoteGone as exc:
+                err.write(f"{exc}; started afresh\n")
+                err.flush()
+        if proc is None:
+            proc = subprocess.Popen(
+                [sys.executable, str(CLI), *args],
+                cwd=cwd,
+                env=env,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         stopped = bounded(proc, memory, timeout)
         out.seek(0)
         err.seek(0)
         stderr, stdout = err.read(), out.read()
-        log = cwd / "build" / "grading" / f"nbgrader-{args[0]}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a", encoding="utf-8") as handle:
             said = f"\nstopped: {stopped}" if stopped else ""
             handle.write(f"$ nbgrader {' '.join(args)}\n{stdout}{stderr}{said}\n")

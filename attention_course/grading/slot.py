@@ -19,7 +19,8 @@ from . import as_data, workspace
 from . import gradebook as records
 from .coursedir import CoursePaths, paths
 from .kernel import IOPUB_WAIT
-from .nbgrader_process import nbgrader
+from .nbgrader_process import CLI, nbgrader
+from .nbgrader_zygote import Zygote
 from .result import StudentResult
 from .submission import Graded, Submission, place_submission
 
@@ -64,6 +65,14 @@ class Slot:
         settings = overrides["Grading"]
         self.bound = student_bound(settings["student_seconds"], settings["seconds"])
         self.memory = NBGRADER_OWN_MEMORY
+        # on this machine, one warm process forks each student's nbgrader process (a Dask task's
+        # slot grades one student: it starts a fresh one)
+        self.zygote = Zygote(str(CLI)) if in_place else None
+
+    def close(self) -> None:
+        """End the slot's warm nbgrader process, if it started one."""
+        if self.zygote is not None:
+            self.zygote.close()
 
     def run(self, sub: Submission, files: as_data.Folder) -> Graded:
         """Grade one student here from their files (`submission_files`): what it gave, as data.
@@ -88,6 +97,7 @@ class Slot:
             self.course.root,
             self.memory,
             self.bound,
+            self.zygote,
         )
         result = StudentResult.load(self.folder, sub.student, sub.assignment)
         sub.faults += result.fault_lines()
@@ -157,15 +167,18 @@ def grade_here(course: Course, subs: list[Submission], overrides: dict, jobs: in
 
     def slot(index: int) -> None:
         place = Slot(course, work / f"slot{index}", overrides, lock)
-        while True:
-            try:
-                sub = waiting.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                place.grade(sub, files(sub), merged)
-            except Exception as exc:  # the grader's own fault: this student only
-                sub.faults.append(f"grading failed: {exc!r}")
+        try:
+            while True:
+                try:
+                    sub = waiting.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    place.grade(sub, files(sub), merged)
+                except Exception as exc:  # the grader's own fault: this student only
+                    sub.faults.append(f"grading failed: {exc!r}")
+        finally:
+            place.close()
 
     threads = [threading.Thread(target=slot, args=(i,), name=f"slot{i}") for i in range(jobs)]
     for thread in threads:

@@ -266,6 +266,16 @@ def test_two_jobs_grade_in_two_places(runs):
     assert sorted(p.name for p in (runs[2][0] / "build" / "grading" / "slots").iterdir()) == ["slot0", "slot1"]
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_each_slot_forks_its_students_nbgrader_processes_from_one_warm_one(runs, jobs):
+    """Even the student whose nbgrader process hung and was killed left its slot's warm process
+    able to fork the next one: no student of this machine's runs was started afresh."""
+    for slot in (runs[jobs][0] / "build" / "grading" / "slots").iterdir():
+        logs = slot / "build" / "grading"
+        assert (logs / "nbgrader-zygote.log").exists(), slot
+        assert "started afresh" not in (logs / "nbgrader-grade-group.log").read_text(), slot
+
+
 @pytest.mark.parametrize("jobs", RUNS)
 def test_submissions_are_unchanged_and_nothing_is_left_behind(runs, jobs):
     course = runs[jobs][0]

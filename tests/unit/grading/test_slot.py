@@ -42,6 +42,15 @@ def test_on_a_dask_worker_everything_stays_in_the_slot(tmp_path):
     slot = Slot(course, tmp_path / "slot", OVERRIDES, threading.Lock(), in_place=False)
     for step in ("submitted", "autograded", "feedback"):
         assert tmp_path / "slot" in slot.paths.of(step, "ada", "attention").parents
+    assert slot.zygote is None, "a Dask task grades one student: no warm nbgrader process to keep"
+
+
+def test_on_this_machine_a_slot_forks_its_students_nbgrader_processes_from_one_warm_one(tmp_path):
+    course = _course(tmp_path)
+    slot = Slot(course, tmp_path / "slot", OVERRIDES, threading.Lock())
+    assert slot.zygote is not None and slot.zygote.script.endswith("nbgrader_cli.py")
+    slot.close()  # nothing started yet: nothing to end
+    assert slot.zygote.proc is None
 
 
 def test_a_submission_is_read_once_and_written_once_into_the_slot(tmp_path):
