@@ -110,6 +110,10 @@ class Slot:
                 else f"nbgrader could not grade it ({proc.last_error()})"
             )
             sub.faults.append(f"{', '.join(n + '.ipynb' for n in left)}: {why}; graded 0")
+        unsent = without_feedback(self.course, self.paths, sub, left)
+        if unsent:  # the verdict stands, but the student has no page: not kept, graded again next run
+            why = proc.stopped and f"grading was stopped: {proc.stopped}" or proc.last_error()
+            sub.faults.append(f"{', '.join(n + '.html' for n in unsent)}: no feedback page was written ({why})")
         graded = Graded(sub, left, shipped=not self.in_place)
         from nbgrader.api import MissingEntry
 
@@ -143,6 +147,20 @@ def unfinished(course: Course, where: CoursePaths, sub: Submission, result: Stud
         if notebook not in result.finished or not graded.exists():
             left.append(notebook)
     return left
+
+
+def without_feedback(course: Course, where: CoursePaths, sub: Submission, left: list[str]) -> list[str]:
+    """Submitted graded notebooks with their verdict (not in `left`) whose feedback page nbgrader
+    did not write: a process stopped after the verdicts, before or while it wrote the pages."""
+    submitted = where.of("submitted", sub.student, sub.assignment)
+    pages = where.of("feedback", sub.student, sub.assignment)
+    return [
+        notebook
+        for notebook in course.graded_notebooks()
+        if notebook not in left
+        and os.path.lexists(submitted / f"{notebook}.ipynb")
+        and not (pages / f"{notebook}.html").exists()
+    ]
 
 
 def cores_share(jobs: int) -> int:

@@ -7,7 +7,7 @@ import json
 
 from attention_course.grading.coursedir import paths
 from attention_course.grading.result import RESULTS, StudentResult
-from attention_course.grading.slot import unfinished
+from attention_course.grading.slot import unfinished, without_feedback
 from attention_course.grading.submission import Submission
 from attention_course.model.manifest import load
 
@@ -52,3 +52,20 @@ def test_a_notebook_is_unfinished_without_its_verdict_or_without_its_autograded_
     assert unfinished(course, where, sub, result) == [first]  # the rest were not submitted at all
     (autograded / f"{second}.ipynb").unlink()  # a verdict, but nbgrader never wrote the notebook
     assert unfinished(course, where, sub, result) == [first, second]
+
+
+def test_a_notebook_with_its_verdict_but_no_feedback_page_is_reported(tmp_path):
+    """A process stopped after the verdicts but before it wrote the pages: the grade stands, and
+    the missing page is a fault (so the journal does not keep the student)."""
+    course = load()
+    first, second, *rest = course.graded_notebooks()
+    where = paths(tmp_path)
+    submitted, feedback = where.of("submitted", "ada", "attention"), where.of("feedback", "ada", "attention")
+    submitted.mkdir(parents=True)
+    feedback.mkdir(parents=True)
+    for name in (first, second):
+        (submitted / f"{name}.ipynb").write_text("{}")
+    (feedback / f"{first}.html").write_text("<html></html>")
+    sub = Submission("ada", "attention")
+    assert without_feedback(course, where, sub, left=[]) == [second]
+    assert without_feedback(course, where, sub, left=[second]) == []  # graded 0 already, with its reason
