@@ -37,8 +37,10 @@ def build_class(course_root) -> dict[str, tuple[str, dict[str, str], dict[str, i
     """Write the students; return, per student: assignment, the wrong answer each item carries,
     and the alternative (right answer in another style) each item carries.
 
-    Mutant k carries the k-th wrong answer of every item that has one, and an alternative on the
-    other items; alternatives no mutant has room for go to the trick students' untouched items."""
+    Mutant k carries the k-th wrong answer of every item that has one and hands in only the
+    notebooks of those items (as a student who did part of the work), with an alternative on
+    their other items; alternatives no mutant has room for go to the trick students' untouched
+    items, then to students who hand in just the notebooks of the alternatives they carry."""
     course = load(course_root)
     editions = [e.assignment for e in course.editions]
     plan: dict[str, tuple[str, dict[str, str], dict[str, int]]] = {}
@@ -46,12 +48,17 @@ def build_class(course_root) -> dict[str, tuple[str, dict[str, str], dict[str, i
     placed: set[tuple[str, int]] = set()
     for k in range(max(len(v) for v in catalogue.values())):
         carried = {item: answers[k] for item, answers in catalogue.items() if k < len(answers)}
-        others = {i.name: k % len(i.alternatives) for i in course.items if i.name not in carried and i.alternatives}
+        handed = sorted({course.item(item).notebook for item in carried})
+        others = {
+            i.name: k % len(i.alternatives)
+            for i in course.items
+            if i.name not in carried and i.alternatives and i.notebook in handed
+        }
         assignment = editions[k % len(editions)]
         answers = {item: wrong_answer(course, item, mistake) for item, mistake in carried.items()}
         answers |= {item: course.item(item).alternatives[n] for item, n in others.items()}
         placed |= set(others.items())
-        notebooks = submission(course, answers, course.graded_notebooks(), course.edition(assignment).name)
+        notebooks = submission(course, answers, handed, course.edition(assignment).name)
         write_submission(course_root, f"mutant{k:02d}", notebooks, assignment)
         plan[f"mutant{k:02d}"] = (assignment, carried, others)
     left = [(i.name, n) for i in course.items for n in range(len(i.alternatives)) if (i.name, n) not in placed]
@@ -72,7 +79,7 @@ def build_class(course_root) -> dict[str, tuple[str, dict[str, str], dict[str, i
                 extra[item] = k
                 left.remove((item, k))
         answers = {item: course.item(item).alternatives[k] for item, k in extra.items()}
-        write_submission(course_root, f"styles{n}", submission(course, answers, course.graded_notebooks()), "attention")
+        write_submission(course_root, f"styles{n}", submission(course, answers), "attention")
         plan[f"styles{n}"] = ("attention", {}, extra)
         n += 1
     return plan
@@ -100,8 +107,10 @@ def test_every_wrong_answer_loses_points_on_its_own_cell_and_nowhere_else(graded
             else:
                 survived.append(f"{item}/{mistake}")
         bad = {COURSE.item(i).test_cell for i in carried}
+        handed = {p.stem for p in (course / "submitted" / student / plan[student][0]).glob("*.ipynb")}
+        assert handed == {COURSE.item(i).notebook for i in carried}, student
         for (s, cell), row in cells.items():
-            if s == student and cell not in bad:
+            if s == student and cell not in bad and row["notebook"] in handed:
                 assert row["score"] == row["max_score"], f"{student}: {cell} lost points: {row['reason']}"
     catalogue = wrong_answers()
     print("\nmutation score per item:")
