@@ -87,13 +87,13 @@ def course_digest(bundle: bytes) -> str:
     return hashlib.sha256(bundle).hexdigest()
 
 
-def _course_here(bundle: bytes, gradebook: bytes, digest: str) -> Course:
-    """The course on this worker (its CourseCopies plugin)."""
+def _copies_here():
+    """This worker's CourseCopies plugin: its course and its threads' warm nbgrader processes."""
     from distributed import get_worker
 
     from .course_copies import PLUGIN
 
-    return get_worker().plugins[PLUGIN].course(bundle, gradebook, digest)
+    return get_worker().plugins[PLUGIN]
 
 
 def host_threads(threads: dict[str, int]) -> int:
@@ -125,10 +125,12 @@ def grade_task(
             return Graded(sub, [])
     if threads:  # an existing cluster: this host's share; a local one has make grade's already
         overrides = {**overrides, "Grading": {**overrides["Grading"], "threads": host_threads(threads)}}
-    course = _course_here(bundle, gradebook, digest)
+    copies = _copies_here()
+    course = copies.course(bundle, gradebook, digest)
     folder = workspace.new_base()
     try:
-        return Slot(course, folder / "slot", overrides, threading.Lock(), in_place=False).run(sub, files)
+        slot = Slot(course, folder / "slot", overrides, threading.Lock(), in_place=False, zygote=copies.zygote())
+        return slot.run(sub, files)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         workspace.sweep()

@@ -1,4 +1,5 @@
-"""nbgrader processes forked from a warm one: each of `make grade`'s slots starts one process
+"""nbgrader processes forked from a warm one: each of `make grade`'s slots (and each thread of a
+Dask worker) starts one process
 (`nbgrader_cli.py zygote`) that imports nbgrader, nbconvert, PyTorch and the course's plugins
 once, and forks it for each student it grades. Each student still gets a process of their own,
 with its own session, bound, memory watch and output files; only the imports are shared.
@@ -7,7 +8,7 @@ The zygote is single-threaded and does one thing at a time: it reads a request (
 the command line and the files for its output), forks, answers with the child's pid, waits for
 the child and answers with its exit status. `Forked` stands for that child where
 `nbgrader_process.bounded` expects a `subprocess.Popen` (`pid`, `poll`, `wait`, `returncode`).
-The zygote dies with the slot thread that started it (PR_SET_PDEATHSIG), its children with it.
+The zygote dies with the thread that started it (PR_SET_PDEATHSIG), its children with it.
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ def _become_child(request: dict, private: tuple[int, ...]) -> list[str]:
         os.close(fd)
     for fd in private:
         os.close(fd)
+    os.chdir(request["cwd"])
     return list(request["args"])
 
 
@@ -126,8 +128,8 @@ class Forked:
 
 
 class Zygote:
-    """The warm process of one slot: started on the first request (again for a new environment
-    or folder, or if it died), closed with `close`."""
+    """The warm process of one slot (on a Dask worker, of one of the worker's threads): started
+    on the first request (again for a new environment, or if it died), closed with `close`."""
 
     def __init__(self, script: str):
         self.script = script
@@ -137,15 +139,16 @@ class Zygote:
         self._pending = b""
 
     def spawn(self, args: list[str], cwd, env: dict, stdout: str, stderr: str, log) -> Forked:
-        """A forked child running `nbgrader_cli.py *args` in `cwd` with `env`, its output in the
-        files `stdout` and `stderr`; the zygote's own output goes to `log` (an open file)."""
+        """A forked child running `nbgrader_cli.py *args` in the folder `cwd` with `env`, its
+        output in the files `stdout` and `stderr`; the zygote's own output goes to `log` (an open
+        file)."""
         if self.broken:
             raise ZygoteGone(self.broken)
-        key = (str(cwd), tuple(sorted(env.items())))
+        key = tuple(sorted(env.items()))
         if self.proc is None or self.proc.poll() is not None or key != self.key:
             self._start(cwd, env, log)
             self.key = key
-        request = json.dumps({"args": args, "stdout": stdout, "stderr": stderr}) + "\n"
+        request = json.dumps({"args": args, "cwd": str(cwd), "stdout": stdout, "stderr": stderr}) + "\n"
         try:
             os.write(self.proc.stdin.fileno(), request.encode())
             pid = self._answer(ANSWER_SECONDS)

@@ -43,8 +43,17 @@ class Slot:
     one nbgrader process per student autogrades and writes the feedback within the student's
     bound; then one writer (the lock) merges that student into the course, and the next one comes."""
 
-    def __init__(self, course: Course, folder: Path, overrides: dict, lock: threading.Lock, in_place: bool = True):
+    def __init__(
+        self,
+        course: Course,
+        folder: Path,
+        overrides: dict,
+        lock: threading.Lock,
+        in_place: bool = True,
+        zygote: Zygote | None = None,
+    ):
         self.course, self.folder, self.overrides, self.lock = course, folder, overrides, lock
+        self.zygote = zygote  # the warm process that forks each student's nbgrader process (None: fresh ones)
         self.in_place = in_place
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -65,14 +74,6 @@ class Slot:
         settings = overrides["Grading"]
         self.bound = student_bound(settings["student_seconds"], settings["seconds"])
         self.memory = NBGRADER_OWN_MEMORY
-        # on this machine, one warm process forks each student's nbgrader process (a Dask task's
-        # slot grades one student: it starts a fresh one)
-        self.zygote = Zygote(str(CLI)) if in_place else None
-
-    def close(self) -> None:
-        """End the slot's warm nbgrader process, if it started one."""
-        if self.zygote is not None:
-            self.zygote.close()
 
     def run(self, sub: Submission, files: as_data.Folder) -> Graded:
         """Grade one student here from their files (`submission_files`): what it gave, as data.
@@ -184,7 +185,8 @@ def grade_here(course: Course, subs: list[Submission], overrides: dict, jobs: in
     work = course.root / "build" / "grading" / "slots"
 
     def slot(index: int) -> None:
-        place = Slot(course, work / f"slot{index}", overrides, lock)
+        zygote = Zygote(str(CLI))
+        place = Slot(course, work / f"slot{index}", overrides, lock, zygote=zygote)
         try:
             while True:
                 try:
@@ -196,7 +198,7 @@ def grade_here(course: Course, subs: list[Submission], overrides: dict, jobs: in
                 except Exception as exc:  # the grader's own fault: this student only
                     sub.faults.append(f"grading failed: {exc!r}")
         finally:
-            place.close()
+            zygote.close()
 
     threads = [threading.Thread(target=slot, args=(i,), name=f"slot{i}") for i in range(jobs)]
     for thread in threads:

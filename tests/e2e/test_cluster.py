@@ -68,16 +68,38 @@ def start_grading(course: Path, scheduler: str, args: str, log: Path) -> subproc
     )
 
 
+def _is_zygote(process: psutil.Process) -> bool:
+    return "zygote" in process.cmdline()
+
+
 def graders(proc: psutil.Process) -> list[psutil.Process]:
-    """The nbgrader processes below `proc` (one per student being graded)."""
+    """The nbgrader processes below `proc` (one per student being graded): started with
+    `grade-group`, or forked by a worker thread's warm nbgrader process (the zygote)."""
     found = []
     for child in proc.children(recursive=True):
         try:
-            if "grade-group" in child.cmdline():
+            if "grade-group" in child.cmdline() or (_is_zygote(child) and _is_zygote(child.parent())):
                 found.append(child)
         except psutil.Error:
             continue
     return found
+
+
+def _one_submission(folder: Path) -> str | None:
+    found = [p.name for p in (folder / "submitted").iterdir()] if (folder / "submitted").is_dir() else []
+    return found[0] if len(found) == 1 else None
+
+
+def graded_by(process: psutil.Process) -> tuple[str, psutil.Process]:
+    """The student a grader grades (from its command line, or the one submission in its slot's
+    folder) and the Dask worker it runs in (above the zygote that forked it, if one did)."""
+    cmdline = process.cmdline()
+    if "grade-group" in cmdline:
+        student = cmdline[cmdline.index("grade-group") + 2]
+    else:  # just forked, it may not be in its slot's folder yet
+        student = wait_for(lambda: _one_submission(Path(process.cwd())), 10, "the forked grader in its slot")
+    worker = process.parent()
+    return student, worker.parent() if _is_zygote(worker) else worker
 
 
 def journal(course: Path) -> list[dict]:
@@ -134,8 +156,8 @@ def interrupted(tmp_path_factory):
         return found
 
     victim = wait_for(grading_now, 300, "a student's nbgrader process")[0]
-    student = victim.cmdline()[victim.cmdline().index("grade-group") + 2]
-    victim.parent().kill()
+    student, worker = graded_by(victim)
+    worker.kill()
     while first.poll() is None:
         grading_now()
         time.sleep(0.2)

@@ -119,3 +119,21 @@ def test_a_gradebook_outside_the_course_folder_is_refused_and_not_written(tmp_pa
     with pytest.raises(RuntimeError, match="must be inside the course folder"):
         plugin.course(bundle, b"gradebook", digest)
     assert not elsewhere.exists() and plugin.roots == {}
+
+
+def test_each_worker_thread_keeps_one_warm_nbgrader_process_and_teardown_ends_them():
+    import threading
+
+    plugin = CourseCopies()
+    mine = plugin.zygote()
+    assert plugin.zygote() is mine, "one per thread, kept between tasks"
+    other = []
+    thread = threading.Thread(target=lambda: other.append(plugin.zygote()))
+    thread.start()
+    thread.join()
+    assert other[0] is not mine
+    closed = []
+    for zygote in (mine, other[0]):
+        zygote.close = lambda z=zygote: closed.append(z)
+    plugin.teardown()
+    assert closed == [mine, other[0]] and plugin.zygotes == {}

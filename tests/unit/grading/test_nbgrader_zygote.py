@@ -19,6 +19,7 @@ sys.path[:0] = {paths!r}
 from attention_course.grading.nbgrader_zygote import serve
 args = serve(())
 print("child", os.getpid(), os.getppid(), os.getsid(0), " ".join(args), flush=True)
+open("cwd.txt", "w").write(os.getcwd())
 print("to stderr", file=sys.stderr, flush=True)
 if args[0] == "sleep":
     time.sleep(120)
@@ -35,12 +36,12 @@ def zygote(tmp_path):
     z.close()
 
 
-def _spawn(zygote, tmp_path, *args):
+def _spawn(zygote, tmp_path, *args, cwd=None):
     out, err = tmp_path / f"out{args[0]}", tmp_path / f"err{args[0]}"
     out.touch()
     err.touch()
     with open(tmp_path / "zygote.log", "a") as log:
-        proc = zygote.spawn(list(args), tmp_path, dict(os.environ), str(out), str(err), log)
+        proc = zygote.spawn(list(args), cwd or tmp_path, dict(os.environ), str(out), str(err), log)
     return proc, out, err
 
 
@@ -55,6 +56,15 @@ def test_each_student_gets_a_child_of_its_own_forked_from_one_warm_process(zygot
     for (_, pid, parent, session, *args), proc, want in zip(said, (first, second), (["3", "a"], ["0", "b"])):
         assert int(pid) == proc.pid and int(parent) == warm and int(session) == proc.pid and args == want
     assert err1.read_text() == "to stderr\n"
+
+
+def test_each_child_runs_in_the_folder_of_its_request(zygote, tmp_path):
+    """A Dask worker's thread keeps one zygote while each task grades in a folder of its own."""
+    for name in ("task1", "task2"):
+        (tmp_path / name).mkdir()
+        proc, _, _ = _spawn(zygote, tmp_path, "0", cwd=tmp_path / name)
+        assert proc.wait(30) == 0
+        assert (tmp_path / name / "cwd.txt").read_text() == str(tmp_path / name)
 
 
 def test_a_child_past_its_bound_is_killed_and_the_next_one_still_forks(zygote, tmp_path):

@@ -42,15 +42,22 @@ def test_on_a_dask_worker_everything_stays_in_the_slot(tmp_path):
     slot = Slot(course, tmp_path / "slot", OVERRIDES, threading.Lock(), in_place=False)
     for step in ("submitted", "autograded", "feedback"):
         assert tmp_path / "slot" in slot.paths.of(step, "ada", "attention").parents
-    assert slot.zygote is None, "a Dask task grades one student: no warm nbgrader process to keep"
+    assert slot.zygote is None, "no warm nbgrader process given: a fresh one for each student"
 
 
-def test_on_this_machine_a_slot_forks_its_students_nbgrader_processes_from_one_warm_one(tmp_path):
+def test_a_slot_forks_its_students_nbgrader_processes_from_the_warm_one_it_is_given(tmp_path, monkeypatch):
+    import attention_course.grading.slot as slot_module
+
     course = _course(tmp_path)
-    slot = Slot(course, tmp_path / "slot", OVERRIDES, threading.Lock())
-    assert slot.zygote is not None and slot.zygote.script.endswith("nbgrader_cli.py")
-    slot.close()  # nothing started yet: nothing to end
-    assert slot.zygote.proc is None
+    warm = object()
+    seen = []
+    monkeypatch.setattr(slot_module, "nbgrader", lambda *args: seen.append(args[-1]) or None)
+    slot = Slot(course, tmp_path / "slot", OVERRIDES, threading.Lock(), zygote=warm)
+    try:
+        slot.run(Submission("ada", "attention"), {})
+    except Exception:
+        pass  # only the call matters here
+    assert seen == [warm]
 
 
 def test_a_submission_is_read_once_and_written_once_into_the_slot(tmp_path):
