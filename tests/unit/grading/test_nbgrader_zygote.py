@@ -20,6 +20,8 @@ from attention_course.grading.nbgrader_zygote import serve
 args = serve(())
 print("child", os.getpid(), os.getppid(), os.getsid(0), " ".join(args), flush=True)
 open("cwd.txt", "w").write(os.getcwd())
+from attention_course.confinement import linux
+open("dumpable.txt", "w").write(str(linux.prctl(linux.PR_GET_DUMPABLE)))
 print("to stderr", file=sys.stderr, flush=True)
 if args[0] == "sleep":
     time.sleep(120)
@@ -65,6 +67,7 @@ def test_each_child_runs_in_the_folder_of_its_request(zygote, tmp_path):
         proc, _, _ = _spawn(zygote, tmp_path, "0", cwd=tmp_path / name)
         assert proc.wait(30) == 0
         assert (tmp_path / name / "cwd.txt").read_text() == str(tmp_path / name)
+        assert (tmp_path / name / "dumpable.txt").read_text() == "0", "the zygote and its children are not dumpable"
 
 
 def test_a_child_past_its_bound_is_killed_and_the_next_one_still_forks(zygote, tmp_path):
