@@ -29,18 +29,23 @@ time.sleep(300)
 """
 
 
-@pytest.fixture
-def starter(tmp_path):
-    (tmp_path / "fake_kernel.py").write_text(PROGRAM)
+def _starter(tmp_path, program: str, preload: tuple[str, ...] = (), **env) -> WarmStarter:
+    """A starter of `program` (as the module fake_kernel) in tmp_path, with no confinement layer."""
+    (tmp_path / "fake_kernel.py").write_text(program)
     os.chmod(tmp_path, 0o755)
     policy = confine.Policy(
         read=confine.default_read_paths(sys.executable),
         write=[str(tmp_path)],
         cwd=str(tmp_path),
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env},
         layers=[],
     )
-    warm = WarmStarter(policy, str(tmp_path / "warm.json"), preload=())
+    return WarmStarter(policy, str(tmp_path / "warm.json"), preload=preload)
+
+
+@pytest.fixture
+def starter(tmp_path):
+    warm = _starter(tmp_path, PROGRAM)
     yield warm
     warm.close()
 
@@ -180,16 +185,7 @@ with open("started.txt", "a") as handle:
     ids=["as ipykernel asks", "as the environment says"],
 )
 def test_a_preloaded_matplotlib_draws_with_the_backend_of_the_kernels_own_environment(tmp_path, env, backend):
-    (tmp_path / "fake_kernel.py").write_text(BACKEND)
-    os.chmod(tmp_path, 0o755)
-    policy = confine.Policy(
-        read=confine.default_read_paths(sys.executable),
-        write=[str(tmp_path)],
-        cwd=str(tmp_path),
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MPLCONFIGDIR": str(tmp_path), "MPLBACKEND": "agg"},
-        layers=[],
-    )
-    warm = WarmStarter(policy, str(tmp_path / "warm.json"), preload=("matplotlib.pyplot",))
+    warm = _starter(tmp_path, BACKEND, ("matplotlib.pyplot",), MPLCONFIGDIR=str(tmp_path), MPLBACKEND="agg")
     try:
         warm.start([sys.executable, "-m", "fake_kernel"], {"PATH": "/usr/bin:/bin", **env}, tmp_path).wait(60)
         (line,) = _lines(tmp_path, 1)
