@@ -99,6 +99,7 @@ def test_a_zygote_that_cannot_fork_leaves_nbgrader_to_start_a_fresh_process(tmp_
     assert ended.returncode == 0 and "started afresh" in ended.stderr
 
 
+@pytest.mark.slow  # imports nbgrader and PyTorch in two processes: `make test`, not `make test-fast`
 def test_nbgraders_command_line_runs_forked_from_the_course_zygote(tmp_path):
     """The real script: `nbgrader_cli.py zygote` preloads nbgrader, PyTorch and the plugins, and
     its child runs the command line it is sent."""
