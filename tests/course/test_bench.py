@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 import subprocess
 
+import nbformat
+import pytest
+
 import bench
 
 
@@ -47,7 +50,10 @@ def test_bench_grading_builds_its_classes(monkeypatch):
 
     monkeypatch.setattr(bench, "_grade", fake_grade)
     monkeypatch.setattr(bench, "_timed", fake_timed)
+    floors = []
+    monkeypatch.setattr(bench, "cells_cpu", lambda folder: floors.append(folder.parent.name) or 7.0)
     g = bench.bench_grading(class_size=3)
+    assert floors == ["student"]  # the cells of the one complete submission
     assert [(name, jobs) for name, jobs, _, _ in runs] == [
         ("one", 1),
         ("one", 1),
@@ -82,7 +88,7 @@ def test_bench_grading_builds_its_classes(monkeypatch):
     assert g["class_cpu_per_student"] == 2.0 and g["class_cpu_ratio"] == 0.1
     assert cpu_row == (
         f"0.3x (6.0 s vs 20.0 s, measured by {bench.cpu_method()}; budget 1.1x); in the class of 3 with JOBS=1, "
-        "2.0 s a student, 0.1x",
+        "2.0 s a student, 0.1x; the cells alone, their imports done, 7.0 s, 0.35x (the floor)",
         True,
     )
     assert runs[0][2] == () and runs[1][2] == ("--cold-kernels",)  # warm kernels are the default
@@ -130,3 +136,15 @@ def test_the_mha_figure_is_the_median_of_fresh_processes(monkeypatch):
         "1.2x (budget 1.1x; the median of the processes' 1, 3, 1.2)",
         False,
     )
+
+
+@pytest.mark.slow  # starts a kernel
+def test_the_cells_floor_counts_the_cells_and_not_their_imports(tmp_path):
+    """A notebook whose only work is an import that takes a second (a stand-in module) and a cell
+    that burns half a second: the floor counts the cell, not the import."""
+    burn = "import time\nend = time.process_time() + {}\nwhile time.process_time() < end:\n    pass"
+    (tmp_path / "slow_import.py").write_text(burn.format(1.0))
+    cells = [nbformat.v4.new_code_cell("import slow_import"), nbformat.v4.new_code_cell(burn.format(0.5))]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), tmp_path / "n.ipynb")
+    assert bench._imports(nbformat.read(tmp_path / "n.ipynb", as_version=4)) == "import slow_import\nimport time"
+    assert 0.5 <= bench.cells_cpu(tmp_path) < 0.9
