@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import signal
 import stat
 import struct
 
@@ -78,6 +79,12 @@ def own_user_namespace() -> None:
                 handle.write(text)
     finally:
         prctl(PR_SET_DUMPABLE, dumpable)
+
+
+def die_with_parent() -> None:
+    """Killed when the thread that started this process goes (Popen's preexec_fn: a Dask
+    worker, or a slot's thread, that dies takes its children with it)."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def not_dumpable() -> None:

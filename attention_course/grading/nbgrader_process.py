@@ -5,7 +5,6 @@ why it was stopped, if it was, and which line of its output says what went wrong
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -78,7 +77,7 @@ def nbgrader(
                 stdin=subprocess.DEVNULL,
                 text=True,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=linux.die_with_parent,
             )
         stopped = bounded(proc, memory, timeout)
         out.seek(0)
@@ -88,11 +87,6 @@ def nbgrader(
             said = f"\nstopped: {stopped}" if stopped else ""
             handle.write(f"$ nbgrader {' '.join(args)}\n{stdout}{stderr}{said}\n")
         return Ended(proc.args, proc.returncode, stdout, stderr, stopped)
-
-
-def _die_with_parent() -> None:
-    """In the child: killed when the thread that started it goes (a Dask worker that dies)."""
-    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def bounded(proc: subprocess.Popen, memory: int | None, timeout: float | None) -> str:

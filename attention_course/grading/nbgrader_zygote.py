@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 
+from attention_course.confinement import linux
+
 PRELOAD = (
     "torch",
     "nbgrader.apps.api",
@@ -51,8 +53,6 @@ def serve(preload: tuple[str, ...] = PRELOAD) -> list[str]:
     command line, with its standard streams on the request's files. The zygote itself exits
     when its requests end (the slot closed them or died)."""
     import importlib
-
-    from attention_course.confinement import linux
 
     linux.not_dumpable()  # as the nbgrader processes it forks: no process of its uid may reach into it
     requests, answers = os.dup(0), os.dup(1)  # private copies; 0 and 1 are not the protocol's
@@ -91,10 +91,8 @@ def serve(preload: tuple[str, ...] = PRELOAD) -> list[str]:
 def _become_child(request: dict, private: tuple[int, ...]) -> list[str]:
     """In the forked child: what `subprocess.Popen(start_new_session=True)` with the slot's
     streams would have given it, and dying with the zygote."""
-    from attention_course.confinement import linux
-
     os.setsid()
-    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    linux.die_with_parent()
     if os.getppid() == 1:  # the zygote died before the line above
         os._exit(1)
     for stream, path in ((1, request["stdout"]), (2, request["stderr"])):
@@ -189,8 +187,6 @@ class Zygote:
         return int(line)
 
     def _start(self, cwd, env: dict, log) -> None:
-        from .nbgrader_process import _die_with_parent
-
         self.close()
         self.proc = subprocess.Popen(
             [sys.executable, self.script, "zygote"],
@@ -200,7 +196,7 @@ class Zygote:
             stdout=subprocess.PIPE,
             stderr=log,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=linux.die_with_parent,
         )
         self._pending = b""
 
