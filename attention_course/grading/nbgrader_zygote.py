@@ -137,6 +137,7 @@ class Zygote:
         self.proc: subprocess.Popen | None = None
         self.key: tuple | None = None
         self.broken = ""  # why it could not fork: every later student gets a fresh process
+        self.child: Forked | None = None  # one at a time: the zygote answers its child's status next
         self._pending = b""
 
     def spawn(self, args: list[str], cwd, env: dict, stdout: str, stderr: str, log) -> Forked:
@@ -144,6 +145,10 @@ class Zygote:
         output in the files `stdout` and `stderr`; the zygote's own output goes to `log` (an open
         file)."""
         if self.broken:
+            raise ZygoteGone(self.broken)
+        if self.child is not None and self.child.returncode is None:  # abandoned: give the zygote up
+            self.close()
+            self.broken = "the warm nbgrader process's last child was not waited for"
             raise ZygoteGone(self.broken)
         key = tuple(sorted(env.items()))
         if self.proc is None or self.proc.poll() is not None or key != self.key:
@@ -161,7 +166,8 @@ class Zygote:
             self.close()
             self.broken = f"the warm nbgrader process did not fork ({why})"
             raise ZygoteGone(self.broken)
-        return Forked(self, pid, [sys.executable, self.script, *args])
+        self.child = Forked(self, pid, [sys.executable, self.script, *args])
+        return self.child
 
     def exit_status(self, timeout: float | None) -> int | None:
         """The exit status of the child being waited for; None if it is not known within `timeout`."""

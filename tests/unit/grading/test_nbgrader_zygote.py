@@ -79,6 +79,18 @@ def test_a_child_past_its_bound_is_killed_and_the_next_one_still_forks(zygote, t
     assert after.wait(30) == 0
 
 
+def test_a_child_never_waited_for_ends_the_zygote_and_the_next_student_starts_afresh(zygote, tmp_path):
+    """The zygote answers its running child's exit status before it reads the next request: a
+    slot that abandoned a child (an exception between the fork and the wait) gives the zygote up
+    and its child with it, instead of waiting for an answer that cannot come."""
+    proc, _, _ = _spawn(zygote, tmp_path, "sleep")
+    abandoned = psutil.Process(proc.pid)
+    with pytest.raises(ZygoteGone, match="not waited for"):
+        _spawn(zygote, tmp_path, "0")
+    abandoned.wait(10)
+    assert zygote.proc is None and "not waited for" in zygote.broken
+
+
 def test_the_children_die_with_the_zygote(zygote, tmp_path):
     proc, _, _ = _spawn(zygote, tmp_path, "sleep")
     child = psutil.Process(proc.pid)
