@@ -51,8 +51,8 @@ def chown_tree(root: str, uid: int, gid: int) -> None:
                             continue
                         if stat.S_ISDIR(est.st_mode):
                             stack.append(os.open(e.name, flags, dir_fd=fd))
-                        elif est.st_nlink == 1 and (est.st_uid != uid or est.st_gid != gid):
-                            os.chown(e.name, uid, gid, dir_fd=fd, follow_symlinks=False)
+                        elif est.st_uid != uid or est.st_gid != gid:
+                            _chown_if_single(e.name, fd, dev, uid, gid)
                     except OSError:
                         continue
             finally:
@@ -60,6 +60,19 @@ def chown_tree(root: str, uid: int, gid: int) -> None:
     finally:
         for fd in stack:
             os.close(fd)
+
+
+def _chown_if_single(name: str, parent: int, dev: int, uid: int, gid: int) -> None:
+    """Chown the entry `name` of the directory fd `parent` if it is, when chowned, a file of `dev`
+    with one link. The inode is pinned by an O_PATH descriptor and checked through it, so a
+    concurrent sandbox cannot swap in a hard link to another file between the check and the chown."""
+    pinned = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    try:
+        st = os.fstat(pinned)
+        if st.st_nlink == 1 and st.st_dev == dev and not stat.S_ISLNK(st.st_mode):
+            os.chown(f"/proc/self/fd/{pinned}", uid, gid)  # the pinned inode itself
+    finally:
+        os.close(pinned)
 
 
 def _uid_tasks(uid: int) -> int:

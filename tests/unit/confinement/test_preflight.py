@@ -184,6 +184,31 @@ def test_chown_tree_gives_folders_and_files_but_follows_no_link_and_leaves_hard_
 
 
 @needs_root
+def test_chown_tree_never_chowns_a_hard_link_swapped_in_after_the_walk_saw_a_single_file(tmp_path, monkeypatch):
+    """A concurrent sandbox of the same uid replaces a file it owns with a hard link to a file from
+    elsewhere, between the walk's look at the entry and the chown: the chown goes to the inode
+    checked, never to the name."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("grader")
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "mine").write_text("x")
+    grader = _owner(outside / "secret")
+    chown = preflight._chown_if_single
+
+    def swapped(name, parent, *args):
+        os.unlink(name, dir_fd=parent)
+        os.link(outside / "secret", name, dst_dir_fd=parent)
+        return chown(name, parent, *args)
+
+    monkeypatch.setattr(preflight, "_chown_if_single", swapped)
+    preflight.chown_tree(str(root), UID, GID)
+    assert _owner(outside / "secret") == grader
+    assert _owner(root) == (UID, GID)
+
+
+@needs_root
 def test_chown_tree_refuses_a_root_that_is_a_link(tmp_path):
     target = tmp_path / "target"
     target.mkdir()
