@@ -18,6 +18,7 @@ below it and exits.
 """
 
 import ctypes
+import gc
 import json
 import os
 import random
@@ -123,6 +124,10 @@ def main() -> None:
             __import__(name)
         except Exception:  # a module that does not import here is imported by the kernel, or not
             pass
+    # What is imported stays: the kernels' garbage collector leaves it alone (a full collection
+    # would walk every object of PyTorch, ipykernel and matplotlib, in every kernel) and does not
+    # write to the pages they share with this process.
+    gc.freeze()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     # not dumpable: a kernel of the same account can neither attach to this process nor write

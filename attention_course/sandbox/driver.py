@@ -25,6 +25,7 @@ over), so the grader can judge a notebook while later ones still run.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import mmap
@@ -292,6 +293,7 @@ def drive(inbox: Path, work: Path, emit) -> None:
         index = json.loads(str(data["index"]))
         cases, offsets, block = _shared_cases(data, index)
     original = bytes(block)
+    gc.freeze()  # the children's collector leaves the modules and cases loaded here alone
     log = str(work / "student_output.txt")
     memory, seconds = int(request["memory"]), float(request["seconds"])
     # Once one exercise has run out of time, the others get a tenth of it (at least 2 s): a loop

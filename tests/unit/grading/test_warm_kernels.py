@@ -79,6 +79,19 @@ def test_a_kernel_is_forked_in_its_own_session_with_its_arguments_and_only_its_e
     assert kernel.poll() is None
 
 
+def test_what_the_starter_imported_is_frozen_for_its_kernels_garbage_collector(tmp_path):
+    """A kernel's full collections would otherwise walk every object of PyTorch, ipykernel and
+    matplotlib (a tenth of a second and more each, in every kernel), and write to the pages the
+    kernels share with the starter."""
+    program = "import gc, json\nopen('frozen.txt', 'w').write(json.dumps(gc.get_freeze_count()))\n"
+    warm = _starter(tmp_path, program, preload=("email.parser",))
+    try:
+        assert _kernel(warm, tmp_path).wait(20) == 0
+    finally:
+        warm.close()
+    assert json.loads((tmp_path / "frozen.txt").read_text()) > 1000
+
+
 def test_the_supervisors_kill_ends_the_kernel_and_what_it_left_and_the_next_one_starts(starter, tmp_path):
     before = set(_sleepers())
     first = _kernel(starter, tmp_path)
